@@ -1,0 +1,184 @@
+//! Client connections as the rest of the server sees them: per-connection state owned by
+//! the connection task ([`Client`]) and the shared, thread-safe part ([`ClientInfo`]) kept
+//! in the [`ClientTable`] for CLIENT LIST / KILL / INFO.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering::Relaxed};
+use std::sync::Arc;
+use std::time::Instant;
+
+use parking_lot::Mutex;
+use resp::Protocol;
+use tokio::sync::Notify;
+
+/// The part of a client other threads may read or signal.
+pub struct ClientInfo {
+    /// Unique, increasing client id.
+    pub id: u64,
+    /// Peer address.
+    pub addr: SocketAddr,
+    /// Local address.
+    pub laddr: SocketAddr,
+    /// Socket file descriptor.
+    pub fd: i32,
+    /// When the connection was accepted.
+    pub created: Instant,
+    /// Milliseconds since `created` of the last command.
+    pub last_active_ms: AtomicU64,
+    /// Selected database.
+    pub db: AtomicUsize,
+    /// Registry index of the last command (+1; 0 = none).
+    pub last_cmd: AtomicUsize,
+    /// 2 or 3.
+    pub resp: AtomicU8,
+    /// Connection name (CLIENT SETNAME).
+    pub name: Mutex<Vec<u8>>,
+    /// CLIENT SETINFO lib-name.
+    pub lib_name: Mutex<Vec<u8>>,
+    /// CLIENT SETINFO lib-ver.
+    pub lib_ver: Mutex<Vec<u8>>,
+    /// Bytes waiting in the query buffer after the last read.
+    pub qbuf: AtomicUsize,
+    /// Set by CLIENT KILL; the connection closes at its next wake-up.
+    pub killed: AtomicBool,
+    /// Wakes the connection task when `killed` is set.
+    pub kill_notify: Notify,
+}
+
+impl ClientInfo {
+    /// Info for a new connection.
+    pub fn new(id: u64, addr: SocketAddr, laddr: SocketAddr, fd: i32) -> Self {
+        ClientInfo {
+            id,
+            addr,
+            laddr,
+            fd,
+            created: Instant::now(),
+            last_active_ms: AtomicU64::new(0),
+            db: AtomicUsize::new(0),
+            last_cmd: AtomicUsize::new(0),
+            resp: AtomicU8::new(2),
+            name: Mutex::new(Vec::new()),
+            lib_name: Mutex::new(Vec::new()),
+            lib_ver: Mutex::new(Vec::new()),
+            qbuf: AtomicUsize::new(0),
+            killed: AtomicBool::new(false),
+            kill_notify: Notify::new(),
+        }
+    }
+
+    /// Asks the connection to close.
+    pub fn kill(&self) {
+        self.killed.store(true, Relaxed);
+        self.kill_notify.notify_one();
+    }
+
+    /// Marks activity now.
+    pub fn touch(&self) {
+        self.last_active_ms
+            .store(self.created.elapsed().as_millis() as u64, Relaxed);
+    }
+
+    /// Seconds since the last command.
+    pub fn idle_secs(&self) -> u64 {
+        let now = self.created.elapsed().as_millis() as u64;
+        now.saturating_sub(self.last_active_ms.load(Relaxed)) / 1000
+    }
+}
+
+/// Every connected client, by id.
+#[derive(Default)]
+pub struct ClientTable {
+    clients: Mutex<BTreeMap<u64, Arc<ClientInfo>>>,
+}
+
+impl ClientTable {
+    /// Registers a connection.
+    pub fn add(&self, c: Arc<ClientInfo>) {
+        self.clients.lock().insert(c.id, c);
+    }
+
+    /// Forgets a connection.
+    pub fn remove(&self, id: u64) {
+        self.clients.lock().remove(&id);
+    }
+
+    /// Number of connected clients.
+    pub fn len(&self) -> usize {
+        self.clients.lock().len()
+    }
+
+    /// True when no client is connected.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// A snapshot of all clients, by id.
+    pub fn all(&self) -> Vec<Arc<ClientInfo>> {
+        self.clients.lock().values().cloned().collect()
+    }
+
+    /// The client with `id`.
+    pub fn get(&self, id: u64) -> Option<Arc<ClientInfo>> {
+        self.clients.lock().get(&id).cloned()
+    }
+}
+
+/// CLIENT REPLY mode.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReplyMode {
+    /// Replies are sent.
+    On,
+    /// Replies are dropped.
+    Off,
+    /// The next command's reply is dropped.
+    SkipNext,
+    /// This command's reply is dropped, then back to On.
+    Skipping,
+}
+
+/// Per-connection state, owned by the connection task.
+pub struct Client {
+    /// Shared part.
+    pub info: Arc<ClientInfo>,
+    /// Selected database.
+    pub db: usize,
+    /// Whether AUTH succeeded (or no password is required).
+    pub authenticated: bool,
+    /// CLIENT REPLY state.
+    pub reply_mode: ReplyMode,
+    /// Close the connection once the current reply is written (QUIT, protocol errors).
+    pub close_after_reply: bool,
+}
+
+impl Client {
+    /// State for a new connection.
+    pub fn new(info: Arc<ClientInfo>, authenticated: bool) -> Self {
+        Client {
+            info,
+            db: 0,
+            authenticated,
+            reply_mode: ReplyMode::On,
+            close_after_reply: false,
+        }
+    }
+
+    /// The client id.
+    pub fn id(&self) -> u64 {
+        self.info.id
+    }
+
+    /// Selects database `db`.
+    pub fn select(&mut self, db: usize) {
+        self.db = db;
+        self.info.db.store(db, Relaxed);
+    }
+
+    /// Records the protocol version for CLIENT LIST.
+    pub fn set_resp(&self, proto: Protocol) {
+        self.info
+            .resp
+            .store(if proto == Protocol::Resp3 { 3 } else { 2 }, Relaxed);
+    }
+}

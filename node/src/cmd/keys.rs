@@ -1,0 +1,6 @@
+//! keys commands (being written).
+
+use crate::registry::CommandSpec;
+
+/// This family's commands.
+pub static COMMANDS: &[CommandSpec] = &[];

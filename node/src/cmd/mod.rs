@@ -1,0 +1,23 @@
+//! Command families. Each file declares its commands in a `COMMANDS` table (name, arity,
+//! flags, key positions, group, handler) next to the handlers; [`families`] is the only
+//! list that names them.
+
+pub mod connection;
+pub mod expiry;
+pub mod keys;
+pub mod server;
+pub mod strings;
+pub mod util;
+
+use crate::registry::CommandSpec;
+
+/// Every family's table, in the order COMMAND lists them.
+pub fn families() -> Vec<&'static [CommandSpec]> {
+    vec![
+        connection::COMMANDS,
+        strings::COMMANDS,
+        keys::COMMANDS,
+        expiry::COMMANDS,
+        server::COMMANDS,
+    ]
+}

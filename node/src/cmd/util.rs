@@ -1,0 +1,129 @@
+//! Argument parsing shared by the command families, with Redis's exact rules and errors.
+
+use storage::clock::{NS_PER_MS, NS_PER_SEC};
+
+use crate::error::CmdError;
+
+/// Parses a signed 64-bit integer exactly as Redis's `string2ll` (no spaces, no `+`, no
+/// leading zeros except "0"); otherwise `ERR value is not an integer or out of range`.
+pub fn parse_i64(b: &[u8]) -> Result<i64, CmdError> {
+    storage::value::parse_canonical_i64(b).ok_or(CmdError::NotInteger)
+}
+
+/// Like [`parse_i64`] but with a custom error text (e.g. "timeout is not an integer").
+pub fn parse_i64_or(b: &[u8], err: &str) -> Result<i64, CmdError> {
+    storage::value::parse_canonical_i64(b).ok_or_else(|| CmdError::err(err))
+}
+
+/// Parses a non-negative integer that must fit in `usize` (counts, indexes).
+pub fn parse_usize(b: &[u8]) -> Result<usize, CmdError> {
+    let v = parse_i64(b)?;
+    usize::try_from(v).map_err(|_| CmdError::NotInteger)
+}
+
+/// Parses a float as Redis's `string2ld`/`strtold`: decimal or exponent forms and
+/// `inf`/`-inf`; no spaces, no NaN. Otherwise `ERR value is not a valid float`.
+pub fn parse_f64(b: &[u8]) -> Result<f64, CmdError> {
+    parse_float(b).ok_or(CmdError::NotFloat)
+}
+
+/// The float value of `b`, if it is one Redis accepts.
+pub fn parse_float(b: &[u8]) -> Option<f64> {
+    if b.is_empty() || b.len() > 5000 {
+        return None;
+    }
+    let s = std::str::from_utf8(b).ok()?;
+    if s.starts_with(|c: char| c.is_whitespace()) || s.ends_with(|c: char| c.is_whitespace()) {
+        return None;
+    }
+    let lower = s.to_ascii_lowercase();
+    let v = match lower.trim_start_matches(['+', '-']) {
+        "inf" | "infinity" => {
+            if lower.starts_with('-') {
+                f64::NEG_INFINITY
+            } else {
+                f64::INFINITY
+            }
+        }
+        t if t.contains("nan") || t.contains("inf") => return None,
+        _ => s.parse::<f64>().ok()?,
+    };
+    (!v.is_nan()).then_some(v)
+}
+
+/// Case-insensitive ASCII comparison of an argument with an option name.
+#[inline]
+pub fn is(arg: &[u8], name: &str) -> bool {
+    arg.eq_ignore_ascii_case(name.as_bytes())
+}
+
+/// The unit of a relative or absolute expiry argument.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TimeUnit {
+    /// Seconds.
+    Secs,
+    /// Milliseconds.
+    Millis,
+    /// Nanoseconds (Ember's NEXPIRE family).
+    Nanos,
+}
+
+impl TimeUnit {
+    /// Nanoseconds per unit.
+    pub fn ns(self) -> u64 {
+        match self {
+            TimeUnit::Secs => NS_PER_SEC,
+            TimeUnit::Millis => NS_PER_MS,
+            TimeUnit::Nanos => 1,
+        }
+    }
+}
+
+/// Converts an expiry amount to an absolute deadline in ns since the epoch.
+/// `relative`: `v` counts from `now`. Returns `Ok(None)` when the deadline is already past
+/// (the key must be deleted) and `Err` when the value overflows, with Redis's text
+/// `ERR invalid expire time in '<cmd>' command`.
+pub fn deadline(v: i64, unit: TimeUnit, relative: bool, now: u64, cmd: &str) -> Result<Option<u64>, CmdError> {
+    let invalid = || CmdError::err(format!("invalid expire time in '{cmd}' command"));
+    let scaled = i128::from(v) * i128::from(unit.ns());
+    let abs = if relative {
+        scaled + i128::from(now)
+    } else {
+        scaled
+    };
+    // Redis refuses values whose millisecond form overflows a signed 64-bit integer.
+    if scaled.abs() / i128::from(NS_PER_MS) > i128::from(i64::MAX) || abs > i128::from(i64::MAX) * 1_000 {
+        return Err(invalid());
+    }
+    if abs <= i128::from(now) {
+        return Ok(None);
+    }
+    u64::try_from(abs).map(Some).map_err(|_| invalid())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn floats() {
+        assert_eq!(parse_float(b"1.5"), Some(1.5));
+        assert_eq!(parse_float(b"3.0e3"), Some(3000.0));
+        assert_eq!(parse_float(b"-inf"), Some(f64::NEG_INFINITY));
+        assert_eq!(parse_float(b"+inf"), Some(f64::INFINITY));
+        assert_eq!(parse_float(b"nan"), None);
+        assert_eq!(parse_float(b" 1"), None);
+        assert_eq!(parse_float(b"abc"), None);
+        assert_eq!(parse_float(b""), None);
+    }
+
+    #[test]
+    fn deadlines() {
+        let now = 1_000 * NS_PER_SEC;
+        assert_eq!(deadline(10, TimeUnit::Secs, true, now, "x").unwrap(), Some(now + 10 * NS_PER_SEC));
+        assert_eq!(deadline(-1, TimeUnit::Secs, true, now, "x").unwrap(), None);
+        assert_eq!(deadline(5, TimeUnit::Secs, false, now, "x").unwrap(), None);
+        assert!(deadline(i64::MAX, TimeUnit::Secs, true, now, "set").is_err());
+        assert_eq!(deadline(500, TimeUnit::Nanos, true, now, "x").unwrap(), Some(now + 500));
+    }
+}

@@ -1,0 +1,367 @@
+//! Configuration: redis.conf-style directives from a file and `--name value` flags, the
+//! table of known directives with their types, defaults and mutability, and the checks
+//! behind CONFIG GET / CONFIG SET.
+
+use std::collections::BTreeMap;
+
+use resp::{Limits, RequestKind, RequestParser};
+use storage::pattern::glob_match;
+
+/// How a directive's value is parsed.
+#[derive(Clone, Copy)]
+enum Kind {
+    /// An integer within bounds.
+    Int { min: i64, max: i64 },
+    /// A byte size with optional unit (k, kb, m, mb, g, gb).
+    Memory { min: u64, max: u64 },
+    /// yes / no.
+    Bool,
+    /// Free text (one argument; may be empty).
+    Str,
+    /// One of a fixed set.
+    Enum(&'static [&'static str]),
+    /// Several space-separated words (bind).
+    Words,
+    /// Only values this version really supports.
+    Only(&'static [&'static str], &'static str),
+}
+
+/// One known directive.
+struct Directive {
+    name: &'static str,
+    kind: Kind,
+    default: &'static str,
+    mutable: bool,
+}
+
+const LOGLEVELS: &[&str] = &["debug", "verbose", "notice", "warning", "nothing"];
+
+const NOT_YET: &str = "is not supported yet: Ember has no persistence in this version";
+
+static DIRECTIVES: &[Directive] = &[
+    Directive { name: "port", kind: Kind::Int { min: 0, max: 65535 }, default: "6379", mutable: false },
+    Directive { name: "bind", kind: Kind::Words, default: "127.0.0.1 -::1", mutable: false },
+    Directive { name: "threads", kind: Kind::Int { min: 0, max: 1024 }, default: "0", mutable: false },
+    Directive { name: "databases", kind: Kind::Int { min: 1, max: 1_000_000 }, default: "16", mutable: false },
+    Directive { name: "requirepass", kind: Kind::Str, default: "", mutable: true },
+    Directive { name: "maxclients", kind: Kind::Int { min: 1, max: u32::MAX as i64 }, default: "10000", mutable: true },
+    Directive { name: "timeout", kind: Kind::Int { min: 0, max: i32::MAX as i64 }, default: "0", mutable: true },
+    Directive { name: "tcp-keepalive", kind: Kind::Int { min: 0, max: i32::MAX as i64 }, default: "300", mutable: true },
+    Directive { name: "tcp-backlog", kind: Kind::Int { min: 0, max: i32::MAX as i64 }, default: "511", mutable: false },
+    Directive { name: "save", kind: Kind::Only(&[""], NOT_YET), default: "", mutable: true },
+    Directive { name: "appendonly", kind: Kind::Only(&["no"], NOT_YET), default: "no", mutable: true },
+    Directive { name: "daemonize", kind: Kind::Only(&["no"], "is not supported: run ember under a supervisor"), default: "no", mutable: false },
+    Directive { name: "dir", kind: Kind::Str, default: "", mutable: true },
+    Directive { name: "loglevel", kind: Kind::Enum(LOGLEVELS), default: "notice", mutable: true },
+    Directive { name: "logfile", kind: Kind::Str, default: "", mutable: false },
+    Directive { name: "protected-mode", kind: Kind::Bool, default: "yes", mutable: true },
+    Directive { name: "proto-max-bulk-len", kind: Kind::Memory { min: 1024 * 1024, max: i64::MAX as u64 }, default: "536870912", mutable: true },
+    Directive { name: "client-query-buffer-limit", kind: Kind::Memory { min: 1024 * 1024, max: i64::MAX as u64 }, default: "1073741824", mutable: true },
+    Directive { name: "hz", kind: Kind::Int { min: 1, max: 500 }, default: "10", mutable: true },
+];
+
+fn directive(name: &str) -> Option<&'static Directive> {
+    DIRECTIVES.iter().find(|d| d.name.eq_ignore_ascii_case(name))
+}
+
+/// Parses a Redis memory value: `1gb`, `512mb`, `100k` (1000), `100kb` (1024), `42`.
+pub fn parse_memory(s: &str) -> Option<u64> {
+    let l = s.to_ascii_lowercase();
+    let (num, mul): (&str, u64) = if let Some(n) = l.strip_suffix("gb") {
+        (n, 1 << 30)
+    } else if let Some(n) = l.strip_suffix("mb") {
+        (n, 1 << 20)
+    } else if let Some(n) = l.strip_suffix("kb") {
+        (n, 1 << 10)
+    } else if let Some(n) = l.strip_suffix('g') {
+        (n, 1_000_000_000)
+    } else if let Some(n) = l.strip_suffix('m') {
+        (n, 1_000_000)
+    } else if let Some(n) = l.strip_suffix('k') {
+        (n, 1000)
+    } else if let Some(n) = l.strip_suffix('b') {
+        (n, 1)
+    } else {
+        (&l, 1)
+    };
+    if num.is_empty() || !num.bytes().all(|c| c.is_ascii_digit()) {
+        return None;
+    }
+    num.parse::<u64>().ok()?.checked_mul(mul)
+}
+
+/// The node's configuration: normalised text of every directive.
+#[derive(Clone, Debug)]
+pub struct Config {
+    values: BTreeMap<&'static str, String>,
+}
+
+/// Why a configuration could not be loaded.
+#[derive(Debug, thiserror::Error)]
+#[error("*** FATAL CONFIG FILE ERROR (Ember {version}) ***\nReading the configuration file, at line {line}\n>>> '{text}'\n{msg}")]
+pub struct ConfigError {
+    version: &'static str,
+    line: usize,
+    text: String,
+    msg: String,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            values: DIRECTIVES
+                .iter()
+                .map(|d| (d.name, d.default.to_string()))
+                .collect(),
+        }
+    }
+}
+
+impl Config {
+    /// The normalised value of a known directive ("" for unknown names).
+    pub fn get(&self, name: &str) -> &str {
+        self.values
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+            .unwrap_or("")
+    }
+
+    /// An integer or memory directive.
+    pub fn get_u64(&self, name: &str) -> u64 {
+        self.get(name).parse().unwrap_or(0)
+    }
+
+    /// A yes/no directive.
+    pub fn get_bool(&self, name: &str) -> bool {
+        self.get(name) == "yes"
+    }
+
+    /// (name, value) of every directive matching the glob `pattern`, case-insensitively.
+    pub fn matching(&self, pattern: &[u8]) -> Vec<(&'static str, String)> {
+        self.values
+            .iter()
+            .filter(|(k, _)| glob_match(pattern, k.as_bytes(), true))
+            .map(|(k, v)| (*k, v.clone()))
+            .collect()
+    }
+
+    /// True when `name` is a known directive.
+    pub fn is_known(name: &str) -> bool {
+        directive(name).is_some()
+    }
+
+    /// Sets a directive from its arguments. `runtime` applies CONFIG SET rules (immutable
+    /// directives refused). The error text is the part after Redis's
+    /// "CONFIG SET failed (possibly related to argument 'x') - ".
+    pub fn set(&mut self, name: &str, args: &[String], runtime: bool) -> Result<(), String> {
+        let d = directive(name).ok_or_else(|| "Bad directive or wrong number of arguments".to_string())?;
+        if runtime && !d.mutable {
+            return Err("can't set immutable config".into());
+        }
+        let value = normalise(d, args)?;
+        self.values.insert(d.name, value);
+        Ok(())
+    }
+
+    /// Parses redis.conf-style text: one directive per line, `#` comments, quoted args.
+    pub fn apply_text(&mut self, text: &str) -> Result<(), ConfigError> {
+        let mut parser = RequestParser::new(Limits {
+            max_inline_len: usize::MAX,
+            ..Limits::default()
+        });
+        let mut spans = Vec::new();
+        for (i, raw) in text.lines().enumerate() {
+            let line = raw.trim();
+            if line.is_empty() || line.starts_with('#') {
+                continue;
+            }
+            let fail = |msg: String| ConfigError {
+                version: env!("CARGO_PKG_VERSION"),
+                line: i + 1,
+                text: line.to_string(),
+                msg,
+            };
+            let mut bytes = line.as_bytes().to_vec();
+            bytes.push(b'\n');
+            parser.reset();
+            let args: Vec<String> = match parser.parse(&bytes, &mut spans) {
+                Ok(Some((_, RequestKind::Inline))) => spans
+                    .iter()
+                    .map(|&(s, e)| String::from_utf8_lossy(&parser.inline_buf()[s..e]).into_owned())
+                    .collect(),
+                _ => return Err(fail("Unbalanced quotes in configuration line".into())),
+            };
+            let Some((name, rest)) = args.split_first() else {
+                continue;
+            };
+            if rest.is_empty() && !matches!(directive(name).map(|d| d.kind), Some(Kind::Str)) {
+                return Err(fail("Bad directive or wrong number of arguments".into()));
+            }
+            self.set(name, rest, false).map_err(fail)?;
+        }
+        Ok(())
+    }
+
+    /// Builds a configuration from command-line arguments: `[config-file] [--name value ...]`,
+    /// like redis-server (flags are applied after the file).
+    pub fn from_args(args: &[String]) -> Result<Config, String> {
+        let mut cfg = Config::default();
+        let mut rest = args;
+        if let Some(first) = rest.first() {
+            if !first.starts_with("--") {
+                let text = std::fs::read_to_string(first)
+                    .map_err(|e| format!("Fatal error, can't open config file '{first}': {e}"))?;
+                cfg.apply_text(&text).map_err(|e| e.to_string())?;
+                rest = &rest[1..];
+            }
+        }
+        let mut text = String::new();
+        for a in rest {
+            if let Some(name) = a.strip_prefix("--") {
+                if !text.is_empty() {
+                    text.push('\n');
+                }
+                text.push_str(name);
+            } else {
+                text.push(' ');
+                text.push_str(&quote(a));
+            }
+        }
+        cfg.apply_text(&text).map_err(|e| e.to_string())?;
+        Ok(cfg)
+    }
+}
+
+/// Quotes an argument so the line splitter gives it back unchanged.
+fn quote(a: &str) -> String {
+    let mut s = String::from("\"");
+    for c in a.chars() {
+        match c {
+            '"' => s.push_str("\\\""),
+            '\\' => s.push_str("\\\\"),
+            '\n' => s.push_str("\\n"),
+            '\r' => s.push_str("\\r"),
+            c => s.push(c),
+        }
+    }
+    s.push('"');
+    s
+}
+
+fn normalise(d: &Directive, args: &[String]) -> Result<String, String> {
+    let one = || -> Result<&str, String> {
+        match args {
+            [a] => Ok(a.as_str()),
+            [] => Ok(""),
+            _ => Err("wrong number of arguments".into()),
+        }
+    };
+    match d.kind {
+        Kind::Int { min, max } => {
+            let v: i64 = one()?
+                .parse()
+                .map_err(|_| "argument couldn't be parsed into an integer".to_string())?;
+            if v < min || v > max {
+                return Err(format!("argument must be between {min} and {max} inclusive"));
+            }
+            Ok(v.to_string())
+        }
+        Kind::Memory { min, max } => {
+            let v = parse_memory(one()?)
+                .ok_or_else(|| "argument must be a memory value".to_string())?;
+            if v < min || v > max {
+                return Err(format!("argument must be between {min} and {max} inclusive"));
+            }
+            Ok(v.to_string())
+        }
+        Kind::Bool => match one()?.to_ascii_lowercase().as_str() {
+            "yes" => Ok("yes".into()),
+            "no" => Ok("no".into()),
+            _ => Err("argument must be 'yes' or 'no'".into()),
+        },
+        Kind::Str => Ok(one()?.to_string()),
+        Kind::Enum(opts) => {
+            let v = one()?.to_ascii_lowercase();
+            if opts.contains(&v.as_str()) {
+                Ok(v)
+            } else {
+                Err(format!(
+                    "argument(s) must be one of the following: {}",
+                    opts.join(", ")
+                ))
+            }
+        }
+        Kind::Words => {
+            let words: Vec<&str> = args
+                .iter()
+                .flat_map(|a| a.split_whitespace())
+                .collect();
+            if words.is_empty() {
+                return Err("wrong number of arguments".into());
+            }
+            Ok(words.join(" "))
+        }
+        Kind::Only(allowed, why) => {
+            let v = args.join(" ").to_ascii_lowercase();
+            if allowed.contains(&v.as_str()) {
+                Ok(v)
+            } else {
+                Err(format!("'{} {}' {why}", d.name, args.join(" ")))
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn argv(s: &[&str]) -> Vec<String> {
+        s.iter().map(|x| x.to_string()).collect()
+    }
+
+    #[test]
+    fn defaults_and_flags() {
+        let c = Config::from_args(&argv(&["--port", "7001", "--save", "", "--appendonly", "no"]))
+            .unwrap();
+        assert_eq!(c.get("port"), "7001");
+        assert_eq!(c.get("save"), "");
+        assert_eq!(c.get_u64("proto-max-bulk-len"), 512 * 1024 * 1024);
+        assert!(c.get_bool("protected-mode"));
+        let c = Config::from_args(&argv(&["--bind", "127.0.0.1", "::1"])).unwrap();
+        assert_eq!(c.get("bind"), "127.0.0.1 ::1");
+    }
+
+    #[test]
+    fn file_errors_name_the_line() {
+        let mut c = Config::default();
+        let e = c.apply_text("port 7000\n# comment\nbogus-directive 1\n").unwrap_err();
+        let msg = e.to_string();
+        assert!(msg.contains("at line 3"), "{msg}");
+        assert!(msg.contains("bogus-directive 1"), "{msg}");
+        assert!(c.apply_text("port notanumber").is_err());
+        assert!(c.apply_text("appendonly yes").is_err());
+        c.apply_text("maxclients 5\nrequirepass \"a b\"\nproto-max-bulk-len 2mb").unwrap();
+        assert_eq!(c.get("maxclients"), "5");
+        assert_eq!(c.get("requirepass"), "a b");
+        assert_eq!(c.get("proto-max-bulk-len"), "2097152");
+    }
+
+    #[test]
+    fn runtime_rules() {
+        let mut c = Config::default();
+        assert_eq!(
+            c.set("databases", &argv(&["4"]), true).unwrap_err(),
+            "can't set immutable config"
+        );
+        assert!(c.set("maxclients", &argv(&["x"]), true).is_err());
+        c.set("loglevel", &argv(&["WARNING"]), true).unwrap();
+        assert_eq!(c.get("loglevel"), "warning");
+        let m = c.matching(b"max*");
+        assert_eq!(m, vec![("maxclients", "10000".to_string())]);
+        assert_eq!(parse_memory("1gb"), Some(1 << 30));
+        assert_eq!(parse_memory("100k"), Some(100_000));
+        assert_eq!(parse_memory("x"), None);
+    }
+}

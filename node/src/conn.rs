@@ -1,0 +1,296 @@
+//! One client connection: read, parse every complete command in the buffer, execute each,
+//! write all replies at once (a pipeline is one batch, one write).
+
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use resp::{Args, Limits, Protocol, ReplyWriter, RequestKind, RequestParser};
+use storage::clock;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+use tracing::debug;
+
+use crate::client::{Client, ClientInfo, ReplyMode};
+use crate::ctx::Ctx;
+use crate::error::CmdError;
+use crate::server::Server;
+use crate::stats::WorkerStats;
+
+/// Replies are flushed early once the output buffer passes this size.
+const FLUSH_AT: usize = 1 << 20;
+/// Read buffer headroom.
+const READ_CHUNK: usize = 16 * 1024;
+
+/// Serves one accepted connection until it closes.
+pub async fn serve(server: Arc<Server>, stats: Arc<WorkerStats>, stream: std::net::TcpStream) {
+    let _ = stream.set_nodelay(true);
+    let keepalive = server.live.tcp_keepalive.load(Relaxed);
+    if keepalive > 0 {
+        let ka = socket2::TcpKeepalive::new().with_time(Duration::from_secs(keepalive));
+        let _ = socket2::SockRef::from(&stream).set_tcp_keepalive(&ka);
+    }
+    let (Ok(addr), Ok(laddr)) = (stream.peer_addr(), stream.local_addr()) else {
+        server.connected.fetch_sub(1, Relaxed);
+        return;
+    };
+    let fd = {
+        use std::os::fd::AsRawFd;
+        stream.as_raw_fd()
+    };
+    let stream = match TcpStream::from_std(stream) {
+        Ok(s) => s,
+        Err(_) => {
+            server.connected.fetch_sub(1, Relaxed);
+            return;
+        }
+    };
+    let id = server.next_client_id.fetch_add(1, Relaxed);
+    let info = Arc::new(ClientInfo::new(id, addr, laddr, fd));
+    server.clients.add(info.clone());
+    WorkerStats::add(&stats.connections, 1);
+    let authenticated = !server.live.auth_required.load(Relaxed);
+    let mut conn = Conn {
+        client: Client::new(info, authenticated),
+        out: ReplyWriter::new(Protocol::Resp2),
+        parser: RequestParser::new(limits(&server)),
+        limits_epoch: server.live.epoch.load(Relaxed),
+        spans: Vec::with_capacity(16),
+        rbuf: Vec::with_capacity(READ_CHUNK),
+        server: server.clone(),
+        stats,
+    };
+    if let Err(e) = conn.run(stream).await {
+        debug!(client = id, "connection closed: {e}");
+    }
+    server.clients.remove(id);
+    server.connected.fetch_sub(1, Relaxed);
+}
+
+fn limits(server: &Server) -> Limits {
+    Limits {
+        max_bulk_len: server.live.proto_max_bulk_len.load(Relaxed) as usize,
+        ..Limits::default()
+    }
+}
+
+struct Conn {
+    server: Arc<Server>,
+    stats: Arc<WorkerStats>,
+    client: Client,
+    out: ReplyWriter,
+    parser: RequestParser,
+    limits_epoch: u64,
+    spans: Vec<(usize, usize)>,
+    rbuf: Vec<u8>,
+}
+
+impl Conn {
+    async fn run(&mut self, mut stream: TcpStream) -> std::io::Result<()> {
+        loop {
+            if self.rbuf.capacity() - self.rbuf.len() < READ_CHUNK / 4 {
+                self.rbuf.reserve(READ_CHUNK);
+            }
+            let timeout = self.server.live.timeout_secs.load(Relaxed);
+            let info = self.client.info.clone();
+            let n = tokio::select! {
+                r = stream.read_buf(&mut self.rbuf) => r?,
+                _ = info.kill_notify.notified() => return Ok(()),
+                _ = tokio::time::sleep(Duration::from_secs(timeout)), if timeout > 0 => return Ok(()),
+            };
+            if n == 0 || info.killed.load(Relaxed) {
+                return Ok(());
+            }
+            WorkerStats::add(&self.stats.net_input, n as u64);
+            let epoch = self.server.live.epoch.load(Relaxed);
+            if epoch != self.limits_epoch {
+                self.limits_epoch = epoch;
+                self.parser.set_limits(limits(&self.server));
+            }
+            let close = self.process(&mut stream).await?;
+            self.flush(&mut stream).await?;
+            if close {
+                return Ok(());
+            }
+            let pending = self.rbuf.len() as u64;
+            info.qbuf.store(self.rbuf.len(), Relaxed);
+            if pending > self.server.live.query_buffer_limit.load(Relaxed) {
+                tracing::warn!(client = info.id, "Closing client that reached max query buffer length");
+                return Ok(());
+            }
+        }
+    }
+
+    async fn flush(&mut self, stream: &mut TcpStream) -> std::io::Result<()> {
+        if !self.out.is_empty() {
+            stream.write_all(self.out.buffer()).await?;
+            WorkerStats::add(&self.stats.net_output, self.out.len() as u64);
+            self.out.clear();
+        }
+        Ok(())
+    }
+
+    /// Executes every complete command in the read buffer; true when the connection must close.
+    async fn process(&mut self, stream: &mut TcpStream) -> std::io::Result<bool> {
+        let mut start = 0;
+        let mut close = false;
+        while start < self.rbuf.len() {
+            let parsed = self.parser.parse(&self.rbuf[start..], &mut self.spans);
+            match parsed {
+                Ok(Some((consumed, kind))) => {
+                    if !self.spans.is_empty() {
+                        let data: &[u8] = match kind {
+                            RequestKind::Inline => self.parser.inline_buf(),
+                            RequestKind::Multibulk => &self.rbuf[start..],
+                        };
+                        let args = Args::new(data, &self.spans);
+                        execute(
+                            &self.server,
+                            &self.stats,
+                            &mut self.client,
+                            &mut self.out,
+                            args,
+                        )
+                        .await;
+                    }
+                    start += consumed;
+                    if self.client.close_after_reply || self.client.info.killed.load(Relaxed) {
+                        close = true;
+                        break;
+                    }
+                    if self.out.len() >= FLUSH_AT {
+                        self.flush(stream).await?;
+                    }
+                }
+                Ok(None) => break,
+                Err(e) => {
+                    self.out.error(&format!("ERR {e}"));
+                    WorkerStats::add(&self.stats.error_replies, 1);
+                    close = true;
+                    break;
+                }
+            }
+        }
+        if start >= self.rbuf.len() {
+            self.rbuf.clear();
+        } else if start > 0 {
+            self.rbuf.drain(..start);
+        }
+        Ok(close)
+    }
+}
+
+/// Looks the command up, checks arity, auth and pause, runs it and accounts for it.
+async fn execute(
+    server: &Arc<Server>,
+    stats: &WorkerStats,
+    client: &mut Client,
+    out: &mut ReplyWriter,
+    args: Args<'_>,
+) {
+    // CLIENT REPLY SKIP applies to the command after the SKIP.
+    match client.reply_mode {
+        ReplyMode::SkipNext => client.reply_mode = ReplyMode::Skipping,
+        ReplyMode::Skipping => client.reply_mode = ReplyMode::On,
+        _ => {}
+    }
+    let mark = out.len();
+    let reg = &server.registry;
+    let result = match resolve(server, args) {
+        Err(e) => Err(e),
+        Ok(idx) => {
+            let spec = reg.entry(idx).spec;
+            let cstat = &stats.cmd[idx];
+            if !spec.arity_ok(args.len()) {
+                WorkerStats::add(&cstat.rejected, 1);
+                Err(CmdError::Arity(reg.entry(idx).full_name.clone()))
+            } else if !client.authenticated && !spec.has(crate::registry::flags::NO_AUTH) {
+                WorkerStats::add(&cstat.rejected, 1);
+                Err(CmdError::raw("NOAUTH Authentication required."))
+            } else {
+                while let Some(wait) = server.pause.wait_for(spec) {
+                    tokio::select! {
+                        _ = tokio::time::sleep(wait) => {}
+                        _ = server.pause.notify.notified() => {}
+                    }
+                }
+                client.info.touch();
+                client.info.last_cmd.store(idx + 1, Relaxed);
+                let t0 = Instant::now();
+                let mut ctx = Ctx {
+                    server,
+                    client,
+                    out,
+                    stats,
+                    now: clock::now_ns(),
+                    cmd_index: idx,
+                };
+                let r = match spec.handler {
+                    Some(h) => h(&mut ctx, args),
+                    None => Err(CmdError::err("no handler")),
+                };
+                WorkerStats::add(&cstat.calls, 1);
+                WorkerStats::add(&cstat.usec, t0.elapsed().as_micros() as u64);
+                if r.is_err() {
+                    WorkerStats::add(&cstat.failed, 1);
+                }
+                WorkerStats::add(&stats.commands, 1);
+                r
+            }
+        }
+    };
+    if let Err(e) = result {
+        out.truncate(mark);
+        out.error(&e.to_string());
+        WorkerStats::add(&stats.error_replies, 1);
+    }
+    if matches!(client.reply_mode, ReplyMode::Off | ReplyMode::Skipping) {
+        out.truncate(mark);
+    }
+}
+
+/// The registry index of the command (or subcommand) named by `args`.
+fn resolve(server: &Server, args: Args<'_>) -> Result<usize, CmdError> {
+    let reg = &server.registry;
+    let name = args.arg(0);
+    let Some(idx) = reg.lookup(name) else {
+        return Err(unknown_command(args));
+    };
+    let entry = reg.entry(idx);
+    if entry.spec.handler.is_some() {
+        return Ok(idx);
+    }
+    if args.len() < 2 {
+        return Err(CmdError::Arity(entry.full_name.clone()));
+    }
+    reg.lookup_sub(idx, args.arg(1)).ok_or_else(|| {
+        CmdError::err(format!(
+            "unknown subcommand '{}'. Try {} HELP.",
+            lossy(args.arg(1), 128),
+            entry.spec.name.to_ascii_uppercase()
+        ))
+    })
+}
+
+fn lossy(b: &[u8], max: usize) -> String {
+    let s = String::from_utf8_lossy(&b[..b.len().min(max)]);
+    s.replace(['\r', '\n'], " ")
+}
+
+fn unknown_command(args: Args<'_>) -> CmdError {
+    let mut rest = String::new();
+    for a in args.iter().skip(1) {
+        if rest.len() >= 128 {
+            break;
+        }
+        let room = 128 - rest.len();
+        rest.push('\'');
+        rest.push_str(&lossy(a, room));
+        rest.push_str("' ");
+    }
+    CmdError::err(format!(
+        "unknown command '{}', with args beginning with: {}",
+        lossy(args.arg(0), 128),
+        rest
+    ))
+}

@@ -1,0 +1,61 @@
+//! The context a command handler runs in: the server, the calling client, the reply
+//! writer and the command's timestamp.
+
+use std::sync::Arc;
+
+use resp::ReplyWriter;
+use storage::{KeyGuard, Keyspace, MultiGuard};
+
+use crate::client::Client;
+use crate::server::Server;
+use crate::stats::WorkerStats;
+
+/// Everything a handler may touch.
+pub struct Ctx<'a> {
+    /// The node.
+    pub server: &'a Arc<Server>,
+    /// The calling connection.
+    pub client: &'a mut Client,
+    /// Where the reply goes.
+    pub out: &'a mut ReplyWriter,
+    /// This worker's counters.
+    pub stats: &'a WorkerStats,
+    /// The command's time, ns since the epoch (expiry is evaluated against it).
+    pub now: u64,
+    /// Registry index of the running command.
+    pub cmd_index: usize,
+}
+
+impl<'a> Ctx<'a> {
+    /// The keyspace (borrowed from the server, not from the context).
+    pub fn ks(&self) -> &'a Keyspace {
+        &self.server.keyspace
+    }
+
+    /// Locks `key` in the client's database.
+    pub fn lock<'k>(&self, key: &'k [u8]) -> KeyGuard<'a, 'k> {
+        self.server.keyspace.lock(self.client.db, key, self.now)
+    }
+
+    /// Locks the shards of all `keys` (ascending order) for an atomic multi-key command.
+    pub fn lock_keys<'k>(&self, keys: impl IntoIterator<Item = &'k [u8]>) -> MultiGuard<'a> {
+        self.server.keyspace.lock_keys(keys, self.now)
+    }
+
+    /// The client's database.
+    pub fn db(&self) -> usize {
+        self.client.db
+    }
+
+    /// Counts a keyspace hit or miss (INFO keyspace_hits / keyspace_misses).
+    pub fn hit(&self, found: bool) {
+        WorkerStats::add(
+            if found {
+                &self.stats.hits
+            } else {
+                &self.stats.misses
+            },
+            1,
+        );
+    }
+}

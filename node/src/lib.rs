@@ -1,0 +1,21 @@
+//! The `ember` node: a Redis-compatible server.
+//!
+//! # Layout
+//! - [`config`]: directives from redis.conf-style files and `--flags`; CONFIG GET/SET rules.
+//! - [`server`]: shared state, listeners, worker threads, active expiry, shutdown.
+//! - [`conn`]: one connection: read, parse every complete command, execute, write once.
+//! - [`registry`]: the static command table ([`registry::CommandSpec`]) used for dispatch,
+//!   arity, COMMAND, key positions and statistics.
+//! - [`cmd`]: command families, one file each, each exporting its `COMMANDS` table.
+//! - [`ctx`], [`client`], [`stats`], [`error`]: what handlers see and report.
+#![deny(missing_docs)]
+
+pub mod client;
+pub mod cmd;
+pub mod config;
+pub mod conn;
+pub mod ctx;
+pub mod error;
+pub mod registry;
+pub mod server;
+pub mod stats;

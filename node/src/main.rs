@@ -1,0 +1,61 @@
+//! `ember [config-file] [--option value ...]`: starts a node, like redis-server.
+
+use tikv_jemallocator::Jemalloc;
+use tracing_subscriber::{layer::SubscriberExt, reload, util::SubscriberInitExt, EnvFilter};
+
+#[global_allocator]
+static GLOBAL: Jemalloc = Jemalloc;
+
+/// Maps a Redis loglevel to a tracing filter.
+fn filter_for(level: &str) -> EnvFilter {
+    EnvFilter::new(match level {
+        "debug" => "debug",
+        "verbose" => "info",
+        "notice" => "info",
+        "warning" => "warn",
+        _ => "off",
+    })
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.iter().any(|a| a == "-v" || a == "--version") {
+        println!("Ember server v={}", env!("CARGO_PKG_VERSION"));
+        return;
+    }
+    if args.iter().any(|a| a == "-h" || a == "--help") {
+        println!("Usage: ember [/path/to/ember.conf] [--option value ...]\n\nOptions are redis.conf directives, e.g. --port 6380 --threads 4 --requirepass secret");
+        return;
+    }
+    let config = match node::config::Config::from_args(&args) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("\n{e}");
+            std::process::exit(1);
+        }
+    };
+    let (filter, handle) = reload::Layer::new(filter_for(config.get("loglevel")));
+    let logfile = config.get("logfile").to_string();
+    let registry = tracing_subscriber::registry().with(filter);
+    if logfile.is_empty() {
+        registry.with(tracing_subscriber::fmt::layer()).init();
+    } else {
+        match std::fs::OpenOptions::new().create(true).append(true).open(&logfile) {
+            Ok(f) => registry
+                .with(tracing_subscriber::fmt::layer().with_ansi(false).with_writer(std::sync::Mutex::new(f)))
+                .init(),
+            Err(e) => {
+                eprintln!("Can't open the log file: {e}");
+                std::process::exit(1);
+            }
+        }
+    }
+    let reload: node::server::LogReload = Box::new(move |level: &str| {
+        let _ = handle.reload(filter_for(level));
+    });
+    let config_file = args.first().filter(|a| !a.starts_with("--")).cloned();
+    if let Err(e) = node::server::run(config, config_file, Some(reload)) {
+        eprintln!("{e}");
+        std::process::exit(1);
+    }
+}

@@ -1,0 +1,348 @@
+//! The static command table: one [`CommandSpec`] per command (and subcommand), declared in
+//! its family file under `cmd/`, collected here into a [`Registry`] used for dispatch,
+//! arity checks, COMMAND, key extraction and per-command statistics.
+
+use std::collections::HashMap;
+
+use resp::Args;
+
+use crate::ctx::Ctx;
+use crate::error::CmdResult;
+
+/// A command handler: parses `args` (args[0] is the command name), does the work and
+/// writes the reply through `ctx.out`.
+pub type Handler = fn(&mut Ctx<'_>, Args<'_>) -> CmdResult;
+
+/// Command flags (the names COMMAND INFO reports).
+pub mod flags {
+    /// May modify the keyspace.
+    pub const WRITE: u32 = 1;
+    /// Reads only.
+    pub const READONLY: u32 = 1 << 1;
+    /// May grow memory.
+    pub const DENYOOM: u32 = 1 << 2;
+    /// Administrative.
+    pub const ADMIN: u32 = 1 << 3;
+    /// Pub/sub related.
+    pub const PUBSUB: u32 = 1 << 4;
+    /// Not allowed in scripts.
+    pub const NOSCRIPT: u32 = 1 << 5;
+    /// May block the client.
+    pub const BLOCKING: u32 = 1 << 6;
+    /// Allowed while loading.
+    pub const LOADING: u32 = 1 << 7;
+    /// Allowed on a stale replica.
+    pub const STALE: u32 = 1 << 8;
+    /// O(1) or O(log n) and never blocks.
+    pub const FAST: u32 = 1 << 9;
+    /// Allowed before authentication.
+    pub const NO_AUTH: u32 = 1 << 10;
+    /// May be replicated.
+    pub const MAY_REPLICATE: u32 = 1 << 11;
+    /// Not allowed inside MULTI.
+    pub const NO_MULTI: u32 = 1 << 12;
+    /// Allowed while a script is busy.
+    pub const ALLOW_BUSY: u32 = 1 << 13;
+    /// Not shown in SLOWLOG.
+    pub const SKIP_SLOWLOG: u32 = 1 << 14;
+    /// Not shown in MONITOR.
+    pub const SKIP_MONITOR: u32 = 1 << 15;
+    /// Keys are found by a command-specific rule.
+    pub const MOVABLE_KEYS: u32 = 1 << 16;
+
+    /// (flag, name) pairs in COMMAND INFO order.
+    pub const NAMES: &[(u32, &str)] = &[
+        (WRITE, "write"),
+        (READONLY, "readonly"),
+        (DENYOOM, "denyoom"),
+        (ADMIN, "admin"),
+        (PUBSUB, "pubsub"),
+        (NOSCRIPT, "noscript"),
+        (BLOCKING, "blocking"),
+        (LOADING, "loading"),
+        (STALE, "stale"),
+        (SKIP_MONITOR, "skip_monitor"),
+        (SKIP_SLOWLOG, "skip_slowlog"),
+        (FAST, "fast"),
+        (NO_AUTH, "no_auth"),
+        (MAY_REPLICATE, "may_replicate"),
+        (NO_MULTI, "no_multi"),
+        (MOVABLE_KEYS, "movablekeys"),
+        (ALLOW_BUSY, "allow_busy"),
+    ];
+}
+
+/// The command group (COMMAND DOCS `group`), which also gives the data-type ACL category.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Group {
+    /// Generic keyspace commands.
+    Generic,
+    /// Strings.
+    String,
+    /// Connection management.
+    Connection,
+    /// Server management.
+    Server,
+}
+
+impl Group {
+    /// The group name COMMAND DOCS reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Group::Generic => "generic",
+            Group::String => "string",
+            Group::Connection => "connection",
+            Group::Server => "server",
+        }
+    }
+}
+
+/// Static description of one command or subcommand.
+#[derive(Clone, Copy)]
+pub struct CommandSpec {
+    /// Lower-case name (for a subcommand, the part after the container's name).
+    pub name: &'static str,
+    /// Redis arity: positive = exact argc, negative = at least -arity.
+    pub arity: i32,
+    /// Bitwise OR of [`flags`].
+    pub flags: u32,
+    /// Position of the first key (0: none).
+    pub first_key: i32,
+    /// Position of the last key (negative counts from the end).
+    pub last_key: i32,
+    /// Step between keys.
+    pub key_step: i32,
+    /// Group / data-type category.
+    pub group: Group,
+    /// One-line summary (COMMAND DOCS).
+    pub summary: &'static str,
+    /// Redis version that introduced the command.
+    pub since: &'static str,
+    /// The handler; `None` for a container of subcommands.
+    pub handler: Option<Handler>,
+    /// Subcommands, for containers such as CLIENT and CONFIG.
+    pub subcommands: &'static [CommandSpec],
+}
+
+impl CommandSpec {
+    /// A command with a handler.
+    pub const fn new(
+        name: &'static str,
+        arity: i32,
+        flags: u32,
+        keys: (i32, i32, i32),
+        group: Group,
+        handler: Handler,
+    ) -> Self {
+        CommandSpec {
+            name,
+            arity,
+            flags,
+            first_key: keys.0,
+            last_key: keys.1,
+            key_step: keys.2,
+            group,
+            summary: "",
+            since: "1.0.0",
+            handler: Some(handler),
+            subcommands: &[],
+        }
+    }
+
+    /// A container whose second argument names a subcommand.
+    pub const fn container(
+        name: &'static str,
+        group: Group,
+        subcommands: &'static [CommandSpec],
+    ) -> Self {
+        CommandSpec {
+            name,
+            arity: -2,
+            flags: 0,
+            first_key: 0,
+            last_key: 0,
+            key_step: 0,
+            group,
+            summary: "",
+            since: "1.0.0",
+            handler: None,
+            subcommands,
+        }
+    }
+
+    /// Adds COMMAND DOCS text.
+    pub const fn doc(mut self, summary: &'static str, since: &'static str) -> Self {
+        self.summary = summary;
+        self.since = since;
+        self
+    }
+
+    /// True when the command has flag `f`.
+    pub fn has(&self, f: u32) -> bool {
+        self.flags & f != 0
+    }
+
+    /// True when argc satisfies the arity.
+    pub fn arity_ok(&self, argc: usize) -> bool {
+        let a = self.arity;
+        if a >= 0 {
+            argc == a as usize
+        } else {
+            argc >= a.unsigned_abs() as usize
+        }
+    }
+
+    /// ACL categories (without `@`), derived from flags and group as Redis does.
+    pub fn acl_categories(&self) -> Vec<&'static str> {
+        let mut v = Vec::new();
+        if self.has(flags::WRITE) {
+            v.push("write");
+        }
+        if self.has(flags::READONLY) {
+            v.push("read");
+        }
+        if self.has(flags::ADMIN) {
+            v.push("admin");
+            v.push("dangerous");
+        }
+        if self.has(flags::PUBSUB) {
+            v.push("pubsub");
+        }
+        if self.has(flags::FAST) {
+            v.push("fast");
+        } else {
+            v.push("slow");
+        }
+        if self.has(flags::BLOCKING) {
+            v.push("blocking");
+        }
+        match self.group {
+            Group::Generic => v.push("keyspace"),
+            Group::String => v.push("string"),
+            Group::Connection => v.push("connection"),
+            Group::Server => {}
+        }
+        v
+    }
+
+    /// Positions of key arguments in an invocation with `argc` arguments.
+    pub fn key_positions(&self, argc: usize) -> Vec<usize> {
+        if self.first_key <= 0 || argc == 0 {
+            return Vec::new();
+        }
+        let first = self.first_key as usize;
+        let last = if self.last_key < 0 {
+            let back = self.last_key.unsigned_abs() as usize;
+            match argc.checked_sub(back) {
+                Some(l) => l,
+                None => return Vec::new(),
+            }
+        } else {
+            self.last_key as usize
+        };
+        let step = self.key_step.max(1) as usize;
+        (first..=last.min(argc - 1)).step_by(step).collect()
+    }
+}
+
+/// One registered command or subcommand.
+pub struct Entry {
+    /// Its static description.
+    pub spec: &'static CommandSpec,
+    /// `name` or `container|name`.
+    pub full_name: String,
+    /// Index of the container for a subcommand.
+    pub parent: Option<usize>,
+    subs: HashMap<Vec<u8>, usize>,
+}
+
+/// Every command of this node, indexed for fast case-insensitive lookup.
+pub struct Registry {
+    entries: Vec<Entry>,
+    by_name: HashMap<Vec<u8>, usize>,
+    top: Vec<usize>,
+}
+
+impl Registry {
+    /// Builds the registry from family tables.
+    pub fn new(families: &[&'static [CommandSpec]]) -> Self {
+        let mut r = Registry {
+            entries: Vec::new(),
+            by_name: HashMap::new(),
+            top: Vec::new(),
+        };
+        for fam in families {
+            for spec in fam.iter() {
+                let idx = r.entries.len();
+                r.entries.push(Entry {
+                    spec,
+                    full_name: spec.name.to_string(),
+                    parent: None,
+                    subs: HashMap::new(),
+                });
+                r.by_name.insert(spec.name.as_bytes().to_vec(), idx);
+                r.top.push(idx);
+                for sub in spec.subcommands {
+                    let sidx = r.entries.len();
+                    r.entries.push(Entry {
+                        spec: sub,
+                        full_name: format!("{}|{}", spec.name, sub.name),
+                        parent: Some(idx),
+                        subs: HashMap::new(),
+                    });
+                    r.entries[idx].subs.insert(sub.name.as_bytes().to_vec(), sidx);
+                }
+            }
+        }
+        r
+    }
+
+    /// Looks a top-level command up by name, case-insensitively.
+    pub fn lookup(&self, name: &[u8]) -> Option<usize> {
+        with_lower(name, |n| self.by_name.get(n).copied())
+    }
+
+    /// Looks a subcommand of container `parent` up by name.
+    pub fn lookup_sub(&self, parent: usize, name: &[u8]) -> Option<usize> {
+        with_lower(name, |n| self.entries[parent].subs.get(n).copied())
+    }
+
+    /// The entry at `idx`.
+    pub fn entry(&self, idx: usize) -> &Entry {
+        &self.entries[idx]
+    }
+
+    /// Number of entries (commands and subcommands).
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// True when no command is registered.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// Indices of top-level commands.
+    pub fn top_level(&self) -> &[usize] {
+        &self.top
+    }
+
+    /// Indices of the subcommands of `idx`.
+    pub fn subcommands(&self, idx: usize) -> Vec<usize> {
+        let mut v: Vec<usize> = self.entries[idx].subs.values().copied().collect();
+        v.sort_unstable();
+        v
+    }
+}
+
+fn with_lower<R>(name: &[u8], f: impl FnOnce(&[u8]) -> R) -> R {
+    let mut buf = [0u8; 32];
+    if name.len() <= buf.len() {
+        let b = &mut buf[..name.len()];
+        b.copy_from_slice(name);
+        b.make_ascii_lowercase();
+        f(b)
+    } else {
+        f(&name.to_ascii_lowercase())
+    }
+}

@@ -1,0 +1,406 @@
+//! The node: shared state ([`Server`]), listeners, worker threads, the active-expiry
+//! thread and shutdown.
+//!
+//! One acceptor thread accepts connections and hands them round-robin to N worker threads;
+//! each worker runs a single-threaded tokio runtime that owns its connections for life.
+//! Nothing on the command path takes a global lock: commands lock only their keys' shards.
+
+use std::net::{IpAddr, SocketAddr};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::Relaxed};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use parking_lot::RwLock;
+use storage::{clock, Keyspace};
+use tokio::sync::{mpsc, Notify};
+use tracing::{error, info, warn};
+
+use crate::client::ClientTable;
+use crate::config::Config;
+use crate::registry::{flags, CommandSpec, Registry};
+use crate::stats::WorkerStats;
+
+/// CLIENT PAUSE state.
+#[derive(Default)]
+pub struct Pause {
+    /// Deadline in ms since the epoch; 0 when not paused.
+    until_ms: AtomicU64,
+    /// True for PAUSE ALL, false for PAUSE WRITE.
+    all: AtomicBool,
+    /// Woken on CLIENT UNPAUSE.
+    pub notify: Notify,
+}
+
+impl Pause {
+    /// Pauses clients until `until_ms` (ms since epoch), all commands or only writes.
+    pub fn pause(&self, until_ms: u64, all: bool) {
+        // A new pause may only extend or strengthen the current one, as in Redis.
+        let cur = self.until_ms.load(Relaxed);
+        if cur != 0 && cur > until_ms && self.all.load(Relaxed) && !all {
+            return;
+        }
+        self.all.store(all || (cur > clock::now_ms() && self.all.load(Relaxed)), Relaxed);
+        self.until_ms.store(until_ms.max(cur), Relaxed);
+    }
+
+    /// Ends any pause.
+    pub fn unpause(&self) {
+        self.until_ms.store(0, Relaxed);
+        self.notify.notify_waiters();
+    }
+
+    /// How long `spec` must still wait, if it is paused.
+    pub fn wait_for(&self, spec: &CommandSpec) -> Option<Duration> {
+        let until = self.until_ms.load(Relaxed);
+        if until == 0 {
+            return None;
+        }
+        let now = clock::now_ms();
+        if now >= until {
+            return None;
+        }
+        let affected = self.all.load(Relaxed)
+            || spec.has(flags::WRITE)
+            || spec.has(flags::MAY_REPLICATE);
+        affected.then(|| Duration::from_millis(until - now))
+    }
+}
+
+/// Configuration values read on hot paths, kept as atomics.
+#[derive(Default)]
+pub struct Live {
+    /// proto-max-bulk-len.
+    pub proto_max_bulk_len: AtomicU64,
+    /// client-query-buffer-limit.
+    pub query_buffer_limit: AtomicU64,
+    /// timeout (seconds; 0 = never).
+    pub timeout_secs: AtomicU64,
+    /// maxclients.
+    pub maxclients: AtomicU64,
+    /// tcp-keepalive (seconds).
+    pub tcp_keepalive: AtomicU64,
+    /// protected-mode.
+    pub protected_mode: AtomicBool,
+    /// Whether requirepass is set.
+    pub auth_required: AtomicBool,
+    /// Bumped on every CONFIG SET so connections refresh cached limits.
+    pub epoch: AtomicU64,
+}
+
+/// Changes the log level at run time (CONFIG SET loglevel).
+pub type LogReload = Box<dyn Fn(&str) + Send + Sync>;
+
+/// The node's shared state.
+pub struct Server {
+    /// The keyspace.
+    pub keyspace: Keyspace,
+    /// Current configuration.
+    pub config: RwLock<Config>,
+    /// Hot copies of some configuration values.
+    pub live: Live,
+    /// Every command.
+    pub registry: Registry,
+    /// Connected clients.
+    pub clients: ClientTable,
+    /// Per-worker counters.
+    pub workers: Vec<Arc<WorkerStats>>,
+    /// Number of worker threads.
+    pub threads: usize,
+    /// TCP port.
+    pub port: u16,
+    /// Path of the config file, if any.
+    pub config_file: Option<String>,
+    /// Process start.
+    pub started: Instant,
+    /// Random 40-hex-digit run id.
+    pub run_id: String,
+    /// Next client id.
+    pub next_client_id: AtomicU64,
+    /// Number of connected clients (maxclients check).
+    pub connected: AtomicUsize,
+    /// Connections refused by maxclients.
+    pub rejected_conns: AtomicU64,
+    /// Keys removed by expiry.
+    pub expired_keys: AtomicU64,
+    /// CLIENT PAUSE.
+    pub pause: Pause,
+    /// Set when SHUTDOWN or a signal asks the node to stop.
+    pub shutting_down: AtomicBool,
+    /// Wakes the acceptor to shut down.
+    pub shutdown: Notify,
+    /// Applies log level changes.
+    pub log_reload: Option<LogReload>,
+}
+
+impl Server {
+    /// A node with `config`, its command registry and `threads` workers' counters.
+    pub fn new(config: Config, threads: usize, config_file: Option<String>, log_reload: Option<LogReload>) -> Self {
+        let registry = Registry::new(&crate::cmd::families());
+        let dbs = config.get_u64("databases") as usize;
+        let shards = (threads * 64).max(1024);
+        let workers = (0..threads)
+            .map(|_| Arc::new(WorkerStats::new(registry.len())))
+            .collect();
+        let port = config.get_u64("port") as u16;
+        let run_id = (0..40)
+            .map(|_| char::from_digit(rand::random_range(0..16u32), 16).unwrap_or('0'))
+            .collect();
+        let s = Server {
+            keyspace: Keyspace::new(dbs, shards),
+            config: RwLock::new(config),
+            live: Live::default(),
+            registry,
+            clients: ClientTable::default(),
+            workers,
+            threads,
+            port,
+            config_file,
+            started: Instant::now(),
+            run_id,
+            next_client_id: AtomicU64::new(1),
+            connected: AtomicUsize::new(0),
+            rejected_conns: AtomicU64::new(0),
+            expired_keys: AtomicU64::new(0),
+            pause: Pause::default(),
+            shutting_down: AtomicBool::new(false),
+            shutdown: Notify::new(),
+            log_reload,
+        };
+        s.apply_config();
+        s
+    }
+
+    /// Copies configuration values into [`Live`] and applies side effects.
+    pub fn apply_config(&self) {
+        let c = self.config.read();
+        let l = &self.live;
+        l.proto_max_bulk_len.store(c.get_u64("proto-max-bulk-len"), Relaxed);
+        l.query_buffer_limit.store(c.get_u64("client-query-buffer-limit"), Relaxed);
+        l.timeout_secs.store(c.get_u64("timeout"), Relaxed);
+        l.maxclients.store(c.get_u64("maxclients"), Relaxed);
+        l.tcp_keepalive.store(c.get_u64("tcp-keepalive"), Relaxed);
+        l.protected_mode.store(c.get_bool("protected-mode"), Relaxed);
+        l.auth_required.store(!c.get("requirepass").is_empty(), Relaxed);
+        l.epoch.fetch_add(1, Relaxed);
+        if let Some(f) = &self.log_reload {
+            f(c.get("loglevel"));
+        }
+    }
+
+    /// Asks the node to stop.
+    pub fn request_shutdown(&self) {
+        self.shutting_down.store(true, Relaxed);
+        self.shutdown.notify_one();
+    }
+
+    /// Seconds since start.
+    pub fn uptime(&self) -> u64 {
+        self.started.elapsed().as_secs()
+    }
+}
+
+type Handoff = mpsc::UnboundedSender<std::net::TcpStream>;
+
+/// Starts the node and blocks until it shuts down.
+pub fn run(config: Config, config_file: Option<String>, log_reload: Option<LogReload>) -> Result<(), String> {
+    let threads = match config.get_u64("threads") {
+        0 => std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
+        n => n as usize,
+    };
+    let listeners = bind_all(&config)?;
+    let server = Arc::new(Server::new(config, threads, config_file, log_reload));
+
+    let mut handoffs: Vec<Handoff> = Vec::with_capacity(threads);
+    for i in 0..threads {
+        let (tx, rx) = mpsc::unbounded_channel();
+        handoffs.push(tx);
+        let server = server.clone();
+        let stats = server.workers[i].clone();
+        std::thread::Builder::new()
+            .name(format!("ember-worker-{i}"))
+            .spawn(move || worker_main(server, stats, rx))
+            .map_err(|e| format!("can't start worker thread: {e}"))?;
+    }
+    spawn_expiry(server.clone())?;
+
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| e.to_string())?;
+    rt.block_on(async move {
+        let rr = Arc::new(AtomicUsize::new(0));
+        let handoffs = Arc::new(handoffs);
+        for l in listeners {
+            let l = tokio::net::TcpListener::from_std(l).map_err(|e| e.to_string())?;
+            tokio::spawn(accept_loop(server.clone(), l, handoffs.clone(), rr.clone()));
+        }
+        info!(
+            port = server.port,
+            threads,
+            version = env!("CARGO_PKG_VERSION"),
+            "Ready to accept connections tcp"
+        );
+        wait_for_stop(&server).await;
+        info!("Ember is now ready to exit, bye bye...");
+        Ok::<(), String>(())
+    })
+}
+
+async fn wait_for_stop(server: &Server) {
+    let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+        Ok(s) => s,
+        Err(e) => {
+            error!("can't install SIGTERM handler: {e}");
+            server.shutdown.notified().await;
+            return;
+        }
+    };
+    tokio::select! {
+        _ = server.shutdown.notified() => info!("User requested shutdown..."),
+        _ = term.recv() => info!("Received SIGTERM scheduling shutdown..."),
+        _ = tokio::signal::ctrl_c() => info!("Received SIGINT scheduling shutdown..."),
+    }
+    server.shutting_down.store(true, Relaxed);
+}
+
+fn bind_all(config: &Config) -> Result<Vec<std::net::TcpListener>, String> {
+    let port = config.get_u64("port") as u16;
+    let backlog = config.get_u64("tcp-backlog") as i32;
+    let mut out = Vec::new();
+    for word in config.get("bind").split_whitespace() {
+        let (optional, addr) = match word.strip_prefix('-') {
+            Some(a) => (true, a),
+            None => (false, word),
+        };
+        let ips: Vec<IpAddr> = match addr {
+            "*" => vec![IpAddr::from([0, 0, 0, 0])],
+            "::*" => vec![IpAddr::from([0u16; 8])],
+            a => match a.parse() {
+                Ok(ip) => vec![ip],
+                Err(_) => return Err(format!("Invalid bind address '{a}'")),
+            },
+        };
+        for ip in ips {
+            match listen(SocketAddr::new(ip, port), backlog) {
+                Ok(l) => out.push(l),
+                Err(e) if optional => warn!("Could not create server TCP listening socket {ip}:{port}: {e} (optional, skipped)"),
+                Err(e) => {
+                    return Err(format!(
+                        "Warning: Could not create server TCP listening socket {ip}:{port}: {e}"
+                    ))
+                }
+            }
+        }
+    }
+    if out.is_empty() {
+        return Err("Failed listening on port (tcp), aborting.".into());
+    }
+    Ok(out)
+}
+
+fn listen(addr: SocketAddr, backlog: i32) -> std::io::Result<std::net::TcpListener> {
+    use socket2::{Domain, Socket, Type};
+    let sock = Socket::new(Domain::for_address(addr), Type::STREAM, None)?;
+    sock.set_reuse_address(true)?;
+    if addr.is_ipv6() {
+        sock.set_only_v6(true)?;
+    }
+    sock.bind(&addr.into())?;
+    sock.listen(backlog.max(1))?;
+    sock.set_nonblocking(true)?;
+    Ok(sock.into())
+}
+
+const DENIED: &[u8] = b"-DENIED Ember is running in protected mode because protected mode is enabled and no password is set for the default user. In this mode connections are only accepted from the loopback interface. If you want to connect from external computers, either set a password (requirepass), or disable protected mode (CONFIG SET protected-mode no or --protected-mode no).\r\n";
+
+async fn accept_loop(
+    server: Arc<Server>,
+    listener: tokio::net::TcpListener,
+    handoffs: Arc<Vec<Handoff>>,
+    rr: Arc<AtomicUsize>,
+) {
+    loop {
+        let (stream, peer) = match listener.accept().await {
+            Ok(x) => x,
+            Err(e) => {
+                warn!("accept failed: {e}");
+                tokio::time::sleep(Duration::from_millis(10)).await;
+                continue;
+            }
+        };
+        let live = &server.live;
+        let refuse: Option<&[u8]> = if server.connected.load(Relaxed) as u64
+            >= live.maxclients.load(Relaxed)
+        {
+            server.rejected_conns.fetch_add(1, Relaxed);
+            Some(b"-ERR max number of clients reached\r\n")
+        } else if live.protected_mode.load(Relaxed)
+            && !live.auth_required.load(Relaxed)
+            && !peer.ip().is_loopback()
+        {
+            Some(DENIED)
+        } else {
+            None
+        };
+        if let Some(msg) = refuse {
+            tokio::spawn(async move {
+                use tokio::io::AsyncWriteExt;
+                let mut s = stream;
+                let _ = s.write_all(msg).await;
+            });
+            continue;
+        }
+        let std = match stream.into_std() {
+            Ok(s) => s,
+            Err(e) => {
+                warn!("can't hand off connection: {e}");
+                continue;
+            }
+        };
+        server.connected.fetch_add(1, Relaxed);
+        let i = rr.fetch_add(1, Relaxed) % handoffs.len();
+        if handoffs[i].send(std).is_err() {
+            server.connected.fetch_sub(1, Relaxed);
+        }
+    }
+}
+
+fn worker_main(
+    server: Arc<Server>,
+    stats: Arc<WorkerStats>,
+    mut rx: mpsc::UnboundedReceiver<std::net::TcpStream>,
+) {
+    let rt = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => {
+            error!("worker runtime failed to start: {e}");
+            return;
+        }
+    };
+    let local = tokio::task::LocalSet::new();
+    local.block_on(&rt, async move {
+        while let Some(stream) = rx.recv().await {
+            tokio::task::spawn_local(crate::conn::serve(server.clone(), stats.clone(), stream));
+        }
+    });
+}
+
+fn spawn_expiry(server: Arc<Server>) -> Result<(), String> {
+    std::thread::Builder::new()
+        .name("ember-expiry".into())
+        .spawn(move || loop {
+            let hz = server.config.read().get_u64("hz").clamp(1, 500);
+            std::thread::sleep(Duration::from_millis(1000 / hz));
+            // Keep reaping while a round hits its budget, so a burst of expiries clears fast
+            // without holding any one shard lock for long.
+            for _ in 0..10 {
+                let n = server.keyspace.expire_cycle(clock::now_ns(), 64);
+                server.expired_keys.fetch_add(n as u64, Relaxed);
+                if n < server.keyspace.shard_count() {
+                    break;
+                }
+            }
+        })
+        .map(|_| ())
+        .map_err(|e| format!("can't start expiry thread: {e}"))
+}

@@ -1,0 +1,505 @@
+//! The sharded keyspace: many independently locked shards, each holding every database's
+//! keys whose hash falls in the shard's range.
+//!
+//! A key's 64-bit hash picks its shard by its top bits, so iterating shards in order and
+//! each shard's keys by hash visits the whole keyspace in hash order. SCAN cursors are
+//! therefore plain hash values: stable across table growth, shard locks and SWAPDB, and
+//! every key present for a whole iteration is returned.
+
+use std::hash::BuildHasher;
+
+use foldhash::fast::FixedState;
+use parking_lot::{Mutex, MutexGuard};
+
+use crate::table::{Entry, Table};
+use crate::value::Value;
+
+/// A cache-line aligned wrapper so neighbouring shard locks do not share a line.
+#[repr(align(128))]
+struct Padded<T>(T);
+
+/// One lock stripe: one table per logical database.
+pub struct Shard {
+    dbs: Vec<Table>,
+}
+
+impl Shard {
+    /// The table of database `db` (panics-free: callers validate `db` at SELECT time).
+    pub fn table(&mut self, db: usize) -> &mut Table {
+        let last = self.dbs.len() - 1;
+        &mut self.dbs[db.min(last)]
+    }
+
+    /// Read access to the table of database `db`.
+    pub fn table_ref(&self, db: usize) -> &Table {
+        &self.dbs[db.min(self.dbs.len() - 1)]
+    }
+
+    /// Swaps the contents of two databases in this shard.
+    pub fn swap_dbs(&mut self, a: usize, b: usize) {
+        self.dbs.swap(a, b);
+    }
+}
+
+/// The whole keyspace of one node.
+pub struct Keyspace {
+    shards: Box<[Padded<Mutex<Shard>>]>,
+    shift: u32,
+    hasher: FixedState,
+    dbs: usize,
+}
+
+/// One page of a SCAN-like iteration.
+#[derive(Debug, Default)]
+pub struct ScanPage {
+    /// Cursor to continue from; 0 when the iteration is complete.
+    pub cursor: u64,
+    /// Keys visited in this page that passed the filter.
+    pub keys: Vec<Vec<u8>>,
+}
+
+impl Keyspace {
+    /// A keyspace of `dbs` databases over `shards` lock stripes (rounded up to a power of two).
+    pub fn new(dbs: usize, shards: usize) -> Self {
+        let shards = shards.max(1).next_power_of_two();
+        let hasher = FixedState::with_seed(rand::random());
+        let shift = if shards == 1 {
+            64
+        } else {
+            64 - shards.trailing_zeros()
+        };
+        let dbs = dbs.max(1);
+        let shards = (0..shards)
+            .map(|_| {
+                Padded(Mutex::new(Shard {
+                    dbs: (0..dbs).map(|_| Table::new(hasher)).collect(),
+                }))
+            })
+            .collect();
+        Keyspace {
+            shards,
+            shift,
+            hasher,
+            dbs,
+        }
+    }
+
+    /// Number of logical databases.
+    pub fn db_count(&self) -> usize {
+        self.dbs
+    }
+
+    /// Number of shards.
+    pub fn shard_count(&self) -> usize {
+        self.shards.len()
+    }
+
+    /// The hash of `key` (also picks its shard).
+    #[inline]
+    pub fn hash(&self, key: &[u8]) -> u64 {
+        self.hasher.hash_one(key)
+    }
+
+    #[inline]
+    fn shard_index(&self, h: u64) -> usize {
+        if self.shift >= 64 {
+            0
+        } else {
+            (h >> self.shift) as usize
+        }
+    }
+
+    /// Locks the shard of `key` in database `db`.
+    pub fn lock<'a, 'k>(&'a self, db: usize, key: &'k [u8], now: u64) -> KeyGuard<'a, 'k> {
+        let hash = self.hash(key);
+        KeyGuard {
+            shard: self.shards[self.shard_index(hash)].0.lock(),
+            db,
+            hash,
+            key,
+            now,
+        }
+    }
+
+    /// Locks every shard holding one of `keys`, in ascending shard order (deadlock-free).
+    pub fn lock_keys<'a, 'k>(
+        &'a self,
+        keys: impl IntoIterator<Item = &'k [u8]>,
+        now: u64,
+    ) -> MultiGuard<'a> {
+        let mut idx: Vec<usize> = keys
+            .into_iter()
+            .map(|k| self.shard_index(self.hash(k)))
+            .collect();
+        idx.sort_unstable();
+        idx.dedup();
+        self.lock_indices(idx, now)
+    }
+
+    /// Locks every shard, in ascending order.
+    pub fn lock_all(&self, now: u64) -> MultiGuard<'_> {
+        self.lock_indices((0..self.shards.len()).collect(), now)
+    }
+
+    fn lock_indices(&self, idx: Vec<usize>, now: u64) -> MultiGuard<'_> {
+        let guards = idx.iter().map(|&i| self.shards[i].0.lock()).collect();
+        MultiGuard {
+            ks: self,
+            idx,
+            guards,
+            now,
+        }
+    }
+
+    /// Number of keys in `db` (may include expired keys not yet reaped).
+    pub fn db_size(&self, db: usize) -> usize {
+        self.shards
+            .iter()
+            .map(|s| s.0.lock().table_ref(db).len())
+            .sum()
+    }
+
+    /// (keys, volatile keys, average ttl in ms) for `db`, as INFO keyspace reports.
+    pub fn db_stats(&self, db: usize, now: u64) -> (usize, usize, u64) {
+        let (mut keys, mut vol, mut sum, mut n) = (0, 0, 0u128, 0usize);
+        for s in self.shards.iter() {
+            let g = s.0.lock();
+            let t = g.table_ref(db);
+            keys += t.len();
+            vol += t.volatile_len();
+            let (s, c) = t.ttl_sample(now, 16);
+            sum += s;
+            n += c;
+        }
+        let avg = if n == 0 {
+            0
+        } else {
+            (sum / n as u128 / 1_000_000) as u64
+        };
+        (keys, vol, avg)
+    }
+
+    /// One step of a hash-ordered scan of `db` from `cursor`, visiting about `count` keys
+    /// and returning those for which `keep` is true.
+    pub fn scan(
+        &self,
+        db: usize,
+        cursor: u64,
+        count: usize,
+        now: u64,
+        mut keep: impl FnMut(&[u8], &Entry) -> bool,
+    ) -> ScanPage {
+        let count = count.max(1);
+        let mut page = ScanPage::default();
+        let mut visited = 0usize;
+        let mut from = cursor;
+        let mut shard = self.shard_index(from);
+        while shard < self.shards.len() {
+            let shard_end = self.shard_end(shard);
+            let g = self.shards[shard].0.lock();
+            let items = g.table_ref(db).keys_in_hash_range(from, shard_end, now);
+            let mut taken = 0;
+            while taken < items.len() && visited < count {
+                let h = items[taken].0;
+                // Take every key with this hash together so the cursor can move past it.
+                while taken < items.len() && items[taken].0 == h {
+                    let (_, k, e) = items[taken];
+                    if keep(k, e) {
+                        page.keys.push(k.to_vec());
+                    }
+                    taken += 1;
+                    visited += 1;
+                }
+            }
+            if taken < items.len() {
+                page.cursor = items[taken].0;
+                return page;
+            }
+            if shard_end == u64::MAX {
+                break;
+            }
+            from = shard_end + 1;
+            shard += 1;
+            if visited >= count {
+                page.cursor = from;
+                return page;
+            }
+        }
+        page.cursor = 0;
+        page
+    }
+
+    fn shard_end(&self, shard: usize) -> u64 {
+        if self.shift >= 64 {
+            u64::MAX
+        } else {
+            (((shard as u64) + 1) << self.shift).wrapping_sub(1)
+        }
+    }
+
+    /// Every live key of `db` for which `keep` is true (KEYS).
+    pub fn collect_keys(
+        &self,
+        db: usize,
+        now: u64,
+        mut keep: impl FnMut(&[u8], &Entry) -> bool,
+    ) -> Vec<Vec<u8>> {
+        let mut out = Vec::new();
+        for s in self.shards.iter() {
+            let g = s.0.lock();
+            g.table_ref(db).for_each_live(now, |k, e| {
+                if keep(k, e) {
+                    out.push(k.to_vec());
+                }
+            });
+        }
+        out
+    }
+
+    /// A random live key of `db`, if any (RANDOMKEY).
+    pub fn random_key(&self, db: usize, now: u64) -> Option<Vec<u8>> {
+        let start: u64 = rand::random();
+        let first = self.shard_index(start);
+        let n = self.shards.len();
+        for step in 0..=n {
+            let shard = (first + step) % n;
+            let g = self.shards[shard].0.lock();
+            let t = g.table_ref(db);
+            if t.is_empty() {
+                continue;
+            }
+            let lo = if step == 0 { start } else { 0 };
+            let items = t.keys_in_hash_range(lo, u64::MAX, now);
+            if let Some((_, k, _)) = items.first() {
+                return Some(k.to_vec());
+            }
+        }
+        None
+    }
+
+    /// One round of active expiry: removes up to `budget` due keys per shard; returns how
+    /// many keys were removed in total.
+    pub fn expire_cycle(&self, now: u64, budget: usize) -> usize {
+        let mut removed = 0;
+        for s in self.shards.iter() {
+            let mut g = s.0.lock();
+            for t in g.dbs.iter_mut() {
+                if t.volatile_len() > 0 {
+                    removed += t.expire_due(now, budget);
+                }
+            }
+        }
+        removed
+    }
+}
+
+/// The lock on one key's shard, bound to that key and a database.
+pub struct KeyGuard<'a, 'k> {
+    shard: MutexGuard<'a, Shard>,
+    db: usize,
+    hash: u64,
+    key: &'k [u8],
+    now: u64,
+}
+
+impl<'a, 'k> KeyGuard<'a, 'k> {
+    /// The live entry, touching its access time.
+    pub fn get(&mut self) -> Option<&mut Entry> {
+        let (h, k, now) = (self.hash, self.key, self.now);
+        self.shard.table(self.db).get(h, k, now)
+    }
+
+    /// The live entry without touching its access time.
+    pub fn peek(&mut self) -> Option<&mut Entry> {
+        let (h, k, now) = (self.hash, self.key, self.now);
+        self.shard.table(self.db).get_no_touch(h, k, now)
+    }
+
+    /// Stores a value with deadline `expire_at` (0: none); returns the old live entry.
+    pub fn insert(&mut self, value: Value, expire_at: u64) -> Option<Entry> {
+        let (h, k, now) = (self.hash, self.key, self.now);
+        self.shard.table(self.db).insert(h, k, value, expire_at, now)
+    }
+
+    /// Removes the key; returns its live entry.
+    pub fn remove(&mut self) -> Option<Entry> {
+        let (h, k, now) = (self.hash, self.key, self.now);
+        self.shard.table(self.db).remove(h, k, now)
+    }
+
+    /// Sets (`at > 0`) or clears (`at == 0`) the deadline; false when there is no key.
+    pub fn set_expire(&mut self, at: u64) -> bool {
+        let (h, k, now) = (self.hash, self.key, self.now);
+        self.shard.table(self.db).set_expire(h, k, at, now)
+    }
+
+    /// The same key in another database of the same shard (MOVE).
+    pub fn table_of(&mut self, db: usize) -> &mut Table {
+        self.shard.table(db)
+    }
+
+    /// The key's hash.
+    pub fn hash(&self) -> u64 {
+        self.hash
+    }
+
+    /// The time this guard evaluates expiry against (ns).
+    pub fn now(&self) -> u64 {
+        self.now
+    }
+}
+
+/// Locks on several shards, taken in ascending order.
+pub struct MultiGuard<'a> {
+    ks: &'a Keyspace,
+    idx: Vec<usize>,
+    guards: Vec<MutexGuard<'a, Shard>>,
+    now: u64,
+}
+
+impl<'a> MultiGuard<'a> {
+    fn table(&mut self, db: usize, key: &[u8]) -> (&mut Table, u64) {
+        let h = self.ks.hash(key);
+        let si = self.ks.shard_index(h);
+        // Callers only pass keys they locked; fall back to the first guard defensively.
+        let pos = self.idx.binary_search(&si).unwrap_or(0);
+        (self.guards[pos].table(db), h)
+    }
+
+    /// The live entry of `key` in `db`, touching it.
+    pub fn get(&mut self, db: usize, key: &[u8]) -> Option<&mut Entry> {
+        let now = self.now;
+        let (t, h) = self.table(db, key);
+        t.get(h, key, now)
+    }
+
+    /// The live entry of `key` in `db` without touching it.
+    pub fn peek(&mut self, db: usize, key: &[u8]) -> Option<&mut Entry> {
+        let now = self.now;
+        let (t, h) = self.table(db, key);
+        t.get_no_touch(h, key, now)
+    }
+
+    /// Stores `value` under `key` in `db`; returns the old live entry.
+    pub fn insert(&mut self, db: usize, key: &[u8], value: Value, expire_at: u64) -> Option<Entry> {
+        let now = self.now;
+        let (t, h) = self.table(db, key);
+        t.insert(h, key, value, expire_at, now)
+    }
+
+    /// Removes `key` from `db`; returns its live entry.
+    pub fn remove(&mut self, db: usize, key: &[u8]) -> Option<Entry> {
+        let now = self.now;
+        let (t, h) = self.table(db, key);
+        t.remove(h, key, now)
+    }
+
+    /// Sets or clears the deadline of `key` in `db`.
+    pub fn set_expire(&mut self, db: usize, key: &[u8], at: u64) -> bool {
+        let now = self.now;
+        let (t, h) = self.table(db, key);
+        t.set_expire(h, key, at, now)
+    }
+
+    /// Every locked shard (FLUSHDB, FLUSHALL, SWAPDB).
+    pub fn shards_mut(&mut self) -> impl Iterator<Item = &mut Shard> + use<'_, 'a> {
+        self.guards.iter_mut().map(|g| &mut **g)
+    }
+
+    /// The time this guard evaluates expiry against (ns).
+    pub fn now(&self) -> u64 {
+        self.now
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::value::RString;
+    use std::collections::HashSet;
+
+    fn sv(v: &str) -> Value {
+        Value::String(RString::from_bytes(v.as_bytes()))
+    }
+
+    #[test]
+    fn scan_visits_every_key_once() {
+        for shards in [1, 4, 64] {
+            let ks = Keyspace::new(2, shards);
+            for i in 0..1000 {
+                let k = format!("key:{i}");
+                ks.lock(0, k.as_bytes(), 1).insert(sv("v"), 0);
+            }
+            let mut seen = HashSet::new();
+            let mut cursor = 0;
+            let mut calls = 0;
+            loop {
+                let page = ks.scan(0, cursor, 7, 1, |_, _| true);
+                for k in page.keys {
+                    assert!(seen.insert(k), "duplicate key");
+                }
+                calls += 1;
+                cursor = page.cursor;
+                if cursor == 0 {
+                    break;
+                }
+            }
+            assert_eq!(seen.len(), 1000);
+            assert!(calls > 100);
+            assert_eq!(ks.db_size(0), 1000);
+            assert_eq!(ks.db_size(1), 0);
+        }
+    }
+
+    #[test]
+    fn scan_keeps_keys_present_throughout_while_others_change() {
+        let ks = Keyspace::new(1, 16);
+        for i in 0..500 {
+            ks.lock(0, format!("stable:{i}").as_bytes(), 1).insert(sv("v"), 0);
+        }
+        let mut seen = HashSet::new();
+        let mut cursor = 0;
+        let mut round = 0;
+        loop {
+            let page = ks.scan(0, cursor, 10, 1, |_, _| true);
+            seen.extend(page.keys);
+            // Churn: add and remove other keys between calls (forces table growth).
+            for j in 0..50 {
+                let k = format!("churn:{round}:{j}");
+                ks.lock(0, k.as_bytes(), 1).insert(sv("x"), 0);
+            }
+            round += 1;
+            cursor = page.cursor;
+            if cursor == 0 {
+                break;
+            }
+        }
+        for i in 0..500 {
+            assert!(seen.contains(format!("stable:{i}").as_bytes()));
+        }
+    }
+
+    #[test]
+    fn multi_guard_and_expiry_cycle() {
+        let ks = Keyspace::new(2, 8);
+        {
+            let mut g = ks.lock_keys([&b"a"[..], b"b", b"c"], 1);
+            g.insert(0, b"a", sv("1"), 0);
+            g.insert(0, b"b", sv("2"), 100);
+            g.insert(1, b"c", sv("3"), 50);
+        }
+        assert_eq!(ks.db_stats(0, 1), (2, 1, 0));
+        assert_eq!(ks.expire_cycle(60, 10), 1);
+        assert_eq!(ks.db_size(1), 0);
+        assert!(ks.lock(0, b"b", 99).get().is_some());
+        assert!(ks.lock(0, b"b", 100).get().is_none());
+        let mut all = ks.lock_all(1);
+        for s in all.shards_mut() {
+            s.swap_dbs(0, 1);
+        }
+        drop(all);
+        assert_eq!(ks.db_size(1), 1);
+        assert!(ks.random_key(1, 1).is_some());
+        assert!(ks.random_key(0, 1).is_none());
+    }
+}

@@ -1,0 +1,21 @@
+//! Ember's keyspace.
+//!
+//! # Layout
+//! - [`keyspace`]: [`Keyspace`], many lock-striped shards; each shard holds one [`Table`]
+//!   per logical database, so a command locks exactly the shard of its key.
+//! - [`table`]: one database's slice of a shard: a hash table of [`Entry`] plus an ordered
+//!   expiry index (nanosecond deadlines) used by lazy and active expiry.
+//! - [`value`]: the value types ([`Value`], [`RString`]).
+//! - [`pattern`]: Redis glob matching (KEYS, SCAN MATCH, CONFIG GET).
+//! - [`clock`]: wall-clock time in nanoseconds.
+#![deny(missing_docs)]
+
+pub mod clock;
+pub mod keyspace;
+pub mod pattern;
+pub mod table;
+pub mod value;
+
+pub use keyspace::{KeyGuard, Keyspace, MultiGuard, ScanPage};
+pub use table::{Entry, Table};
+pub use value::{RString, Value};

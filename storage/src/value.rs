@@ -1,0 +1,226 @@
+//! Value types stored in the keyspace.
+//!
+//! Only strings exist so far; lists, hashes, sets, sorted sets and the rest become new
+//! [`Value`] variants as their families land.
+
+/// Longest string kept in the compact `embstr` form (Redis's `OBJ_ENCODING_EMBSTR_SIZE_LIMIT`).
+pub const EMBSTR_LIMIT: usize = 44;
+
+/// A value held by a key.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Value {
+    /// A Redis string (also used by bitmaps and HyperLogLog).
+    String(RString),
+}
+
+impl Value {
+    /// Redis type name, as TYPE reports it.
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            Value::String(_) => "string",
+        }
+    }
+
+    /// Redis encoding name, as OBJECT ENCODING reports it.
+    pub fn encoding(&self) -> &'static str {
+        match self {
+            Value::String(s) => s.encoding(),
+        }
+    }
+
+    /// Approximate heap bytes owned by the value (for MEMORY USAGE and INFO estimates).
+    pub fn heap_size(&self) -> usize {
+        match self {
+            Value::String(s) => s.heap_size(),
+        }
+    }
+}
+
+/// A Redis string: binary-safe bytes, kept as an integer when it is the canonical text of one.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RString(Repr);
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Repr {
+    /// The canonical decimal text of this integer.
+    Int(i64),
+    /// A short string that has not been modified in place (Redis `embstr`).
+    Emb(Box<[u8]>),
+    /// A string that is long or has been modified in place (Redis `raw`).
+    Raw(Vec<u8>),
+}
+
+/// Parses `b` as an i64 only when `b` is exactly the canonical text of that integer
+/// (no sign `+`, no leading zeros, no spaces), as Redis's `string2ll` does.
+pub fn parse_canonical_i64(b: &[u8]) -> Option<i64> {
+    if b.is_empty() || b.len() > 20 {
+        return None;
+    }
+    if b == b"0" {
+        return Some(0);
+    }
+    let (neg, digits) = match b[0] {
+        b'-' => (true, &b[1..]),
+        _ => (false, b),
+    };
+    if digits.is_empty() || digits[0] == b'0' {
+        return None;
+    }
+    let mut v: u64 = 0;
+    for &c in digits {
+        if !c.is_ascii_digit() {
+            return None;
+        }
+        v = v.checked_mul(10)?.checked_add(u64::from(c - b'0'))?;
+    }
+    if neg {
+        if v > i64::MAX as u64 + 1 {
+            None
+        } else {
+            Some((v as i64).wrapping_neg())
+        }
+    } else if v > i64::MAX as u64 {
+        None
+    } else {
+        Some(v as i64)
+    }
+}
+
+impl RString {
+    /// A string holding a copy of `b`, in the most compact form that fits.
+    pub fn from_bytes(b: &[u8]) -> Self {
+        if let Some(i) = parse_canonical_i64(b) {
+            RString(Repr::Int(i))
+        } else if b.len() <= EMBSTR_LIMIT {
+            RString(Repr::Emb(b.into()))
+        } else {
+            RString(Repr::Raw(b.to_vec()))
+        }
+    }
+
+    /// A string holding the decimal text of `i`.
+    pub fn from_int(i: i64) -> Self {
+        RString(Repr::Int(i))
+    }
+
+    /// A string taking ownership of `v`, in the most compact form that fits.
+    pub fn from_vec(v: Vec<u8>) -> Self {
+        if v.len() <= EMBSTR_LIMIT {
+            Self::from_bytes(&v)
+        } else {
+            RString(Repr::Raw(v))
+        }
+    }
+
+    /// The integer this string holds, if it is stored as one.
+    pub fn as_int(&self) -> Option<i64> {
+        match &self.0 {
+            Repr::Int(i) => Some(*i),
+            _ => None,
+        }
+    }
+
+    /// Length in bytes of the string's text.
+    pub fn len(&self) -> usize {
+        match &self.0 {
+            Repr::Int(i) => {
+                let mut b = itoa_buf();
+                b.format(*i).len()
+            }
+            Repr::Emb(b) => b.len(),
+            Repr::Raw(v) => v.len(),
+        }
+    }
+
+    /// True for the empty string.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Calls `f` with the string's bytes (integers are formatted on a stack buffer).
+    pub fn with_bytes<R>(&self, f: impl FnOnce(&[u8]) -> R) -> R {
+        match &self.0 {
+            Repr::Int(i) => {
+                let mut b = itoa_buf();
+                f(b.format(*i).as_bytes())
+            }
+            Repr::Emb(b) => f(b),
+            Repr::Raw(v) => f(v),
+        }
+    }
+
+    /// A copy of the bytes.
+    pub fn to_vec(&self) -> Vec<u8> {
+        self.with_bytes(|b| b.to_vec())
+    }
+
+    /// Mutable access to the bytes for in-place edits (APPEND, SETRANGE); the string
+    /// becomes `raw`, as in Redis.
+    pub fn make_raw(&mut self) -> &mut Vec<u8> {
+        if !matches!(self.0, Repr::Raw(_)) {
+            let v = self.to_vec();
+            self.0 = Repr::Raw(v);
+        }
+        match &mut self.0 {
+            Repr::Raw(v) => v,
+            // Just converted above.
+            _ => unreachable!("string converted to raw"),
+        }
+    }
+
+    /// Redis encoding name: `int`, `embstr` or `raw`.
+    pub fn encoding(&self) -> &'static str {
+        match &self.0 {
+            Repr::Int(_) => "int",
+            Repr::Emb(_) => "embstr",
+            Repr::Raw(_) => "raw",
+        }
+    }
+
+    /// Heap bytes owned.
+    pub fn heap_size(&self) -> usize {
+        match &self.0 {
+            Repr::Int(_) => 0,
+            Repr::Emb(b) => b.len(),
+            Repr::Raw(v) => v.capacity(),
+        }
+    }
+}
+
+fn itoa_buf() -> itoa::Buffer {
+    itoa::Buffer::new()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn canonical_ints() {
+        assert_eq!(parse_canonical_i64(b"0"), Some(0));
+        assert_eq!(parse_canonical_i64(b"-1"), Some(-1));
+        assert_eq!(parse_canonical_i64(b"9223372036854775807"), Some(i64::MAX));
+        assert_eq!(parse_canonical_i64(b"-9223372036854775808"), Some(i64::MIN));
+        assert_eq!(parse_canonical_i64(b"9223372036854775808"), None);
+        assert_eq!(parse_canonical_i64(b"01"), None);
+        assert_eq!(parse_canonical_i64(b"-0"), None);
+        assert_eq!(parse_canonical_i64(b"+1"), None);
+        assert_eq!(parse_canonical_i64(b" 1"), None);
+        assert_eq!(parse_canonical_i64(b""), None);
+    }
+
+    #[test]
+    fn encodings_and_bytes() {
+        let s = RString::from_bytes(b"12345");
+        assert_eq!(s.encoding(), "int");
+        assert_eq!(s.to_vec(), b"12345");
+        assert_eq!(s.len(), 5);
+        let mut e = RString::from_bytes(b"hello");
+        assert_eq!(e.encoding(), "embstr");
+        e.make_raw().extend_from_slice(b" world");
+        assert_eq!(e.encoding(), "raw");
+        assert_eq!(e.to_vec(), b"hello world");
+        let big = RString::from_bytes(&[b'x'; 45]);
+        assert_eq!(big.encoding(), "raw");
+    }
+}
