@@ -49,6 +49,8 @@ RB_TESTS = {
     "PING": ("ping_mbulk", "PING_MBULK"),
 }
 GEN_BOUND_PCT = 85.0
+# A run during which other processes used more than this many cores is "contended".
+CONTENDED_CORES = 0.25
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -98,6 +100,46 @@ def proc_cpu_seconds(pid: int) -> float:
     with open(f"/proc/{pid}/stat") as f:
         rest = f.read().rsplit(")", 1)[1].split()
     return (int(rest[11]) + int(rest[12])) / CLK_TCK
+
+
+def machine_busy_seconds() -> float:
+    """CPU-seconds all CPUs of the machine have spent busy since boot (/proc/stat)."""
+    with open("/proc/stat") as f:
+        fields = [int(x) for x in f.readline().split()[1:]]
+    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)  # idle + iowait
+    busy = sum(fields[:8]) - idle  # user nice system idle iowait irq softirq steal
+    return busy / CLK_TCK
+
+
+def own_and_children_cpu_seconds() -> float:
+    """CPU-seconds of this driver plus its waited-for children (the generators)."""
+    total = 0.0
+    for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN):
+        ru = resource.getrusage(who)
+        total += ru.ru_utime + ru.ru_stime
+    return total
+
+
+class Window:
+    """Server CPU, and the CPU the rest of the machine used, over one measured run."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self.server0 = proc_cpu_seconds(pid)
+        self.busy0 = machine_busy_seconds()
+        self.ours0 = own_and_children_cpu_seconds()
+        self.t0 = time.monotonic()
+
+    def close(self) -> tuple[float, float]:
+        """(server CPU-seconds, cores used by everything else: not server, generator, driver).
+
+        Call it after the generator has been waited for, so its CPU is counted as ours.
+        """
+        server = proc_cpu_seconds(self.pid) - self.server0
+        busy = machine_busy_seconds() - self.busy0
+        ours = own_and_children_cpu_seconds() - self.ours0
+        wall = time.monotonic() - self.t0
+        return server, max(0.0, busy - server - ours) / max(wall, 1e-9)
 
 
 def proc_rss_bytes(pid: int) -> int | None:
@@ -278,6 +320,7 @@ class Run:
     p50_us: float | None = None
     p99_us: float | None = None
     p999_us: float | None = None
+    other_cores: float | None = None
 
     @property
     def ops_per_cpu_s(self) -> float | None:
@@ -336,9 +379,9 @@ def measure_ember_load(opts, srv: Server, command: str, pipeline: int, duration:
                                       "--duration", str(duration),
                                       "--mget-keys", str(opts.mget_keys),
                                       "--mset-pairs", str(opts.mset_pairs), "--json"])
-    cpu0 = proc_cpu_seconds(srv.proc.pid)
+    win = Window(srv.proc.pid)
     status, stdout, stderr = run_child(argv, timeout=duration + 120)
-    cpu1 = proc_cpu_seconds(srv.proc.pid)
+    server_cpu, others = win.close()
     if srv.proc.poll() is not None:
         out.failed = f"server died (status {srv.proc.returncode})"
         return
@@ -353,9 +396,10 @@ def measure_ember_load(opts, srv: Server, command: str, pipeline: int, duration:
         return
     out.runs.append(Run(
         ops_per_sec=rep["ops_per_sec"], ops=rep["ops"], duration_s=rep["duration_s"],
-        server_cpu_s=cpu1 - cpu0, gen_cpu_pct=rep.get("gen_cpu_pct"),
+        server_cpu_s=server_cpu, gen_cpu_pct=rep.get("gen_cpu_pct"),
         errors=rep["errors"], first_error=rep.get("first_error"),
-        p50_us=rep.get("p50_us"), p99_us=rep.get("p99_us"), p999_us=rep.get("p999_us")))
+        p50_us=rep.get("p50_us"), p99_us=rep.get("p99_us"), p999_us=rep.get("p999_us"),
+        other_cores=others))
 
 
 def measure_redis_benchmark(opts, srv: Server, command: str, pipeline: int, out: Outcome) -> None:
@@ -370,13 +414,13 @@ def measure_redis_benchmark(opts, srv: Server, command: str, pipeline: int, out:
             "-n", str(opts.rb_requests), "-t", test, "--csv"]
     if opts.threads > 1:
         argv += ["--threads", str(opts.threads)]
-    cpu0 = proc_cpu_seconds(srv.proc.pid)
+    win = Window(srv.proc.pid)
     ru0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.monotonic()
     status, stdout, stderr = run_child(argv, timeout=1800)
     wall = time.monotonic() - t0
     ru1 = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpu1 = proc_cpu_seconds(srv.proc.pid)
+    server_cpu, others = win.close()
     if status != 0:
         out.failed = (stderr.strip() or stdout.strip())[-300:]
         return
@@ -392,8 +436,8 @@ def measure_redis_benchmark(opts, srv: Server, command: str, pipeline: int, out:
     gen_cpu = (ru1.ru_utime + ru1.ru_stime) - (ru0.ru_utime + ru0.ru_stime)
     out.runs.append(Run(
         ops_per_sec=rps, ops=opts.rb_requests, duration_s=duration,
-        server_cpu_s=cpu1 - cpu0, gen_cpu_pct=100.0 * gen_cpu / max(wall, 1e-9),
-        errors=0, first_error=None,
+        server_cpu_s=server_cpu, gen_cpu_pct=100.0 * gen_cpu / max(wall, 1e-9),
+        errors=0, first_error=None, other_cores=others,
         p50_us=float(row[4]) * 1000 if len(row) > 4 else None,
         p99_us=float(row[6]) * 1000 if len(row) > 6 else None))
 
@@ -447,7 +491,9 @@ def bench_server(opts, name: str, logdir: str, commands: list[str],
                 r = out.runs[-1]
                 log(f"{name} {cmd} run {i + 1}/{opts.runs}: {r.ops_per_sec:,.0f} ops/s, "
                     f"server {r.server_cores:.2f} cores, generator "
-                    f"{r.gen_cpu_pct if r.gen_cpu_pct is not None else float('nan'):.0f}%"
+                    f"{r.gen_cpu_pct if r.gen_cpu_pct is not None else float('nan'):.0f}%, "
+                    f"other processes "
+                    f"{r.other_cores if r.other_cores is not None else float('nan'):.2f} cores"
                     + (f", {r.errors} errors" if r.errors else ""))
                 reset_after_run(opts, srv, cmd)
             if out.unsupported:
@@ -525,12 +571,16 @@ def notes_for(name: str, o: Outcome | None) -> list[str]:
         return []
     n = []
     if o.unsupported:
-        n.append(f"{name}: n/a ({o.unsupported[:60]})")
+        why = "unknown command" if "unknown command" in o.unsupported.lower() else o.unsupported
+        n.append(f"{name}: n/a ({why[:60]})")
     if o.failed:
         n.append(f"{name}: FAILED ({o.failed[:80]})")
     gen = [r.gen_cpu_pct for r in o.runs if r.gen_cpu_pct is not None]
     if gen and max(gen) > GEN_BOUND_PCT:
         n.append(f"{name}: generator-bound")
+    others = [r.other_cores for r in o.runs if r.other_cores is not None]
+    if others and max(others) > CONTENDED_CORES:
+        n.append(f"{name}: contended (other processes used up to {max(others):.2f} cores)")
     errs = sum(r.errors for r in o.runs)
     if errs:
         first = next((r.first_error for r in o.runs if r.first_error), "")
@@ -610,9 +660,11 @@ def print_latency(opts, results: dict) -> None:
 
 def print_details(results: dict) -> None:
     print("\nEvery run (ops/s; server CPU in cores = CPU-s per second; generator CPU % of a core; "
-          "latency p50/p99 per request, us):\n")
-    print("| server | command | ops/s per run | server cores | gen CPU% | p50 | p99 | errors |")
-    print("|---|---|---|---|---|---|---|---|")
+          "latency p50/p99 per request, us; other cores = CPU used by every other process on "
+          "the machine during the run):\n")
+    print("| server | command | ops/s per run | server cores | gen CPU% | p50 | p99 | other cores "
+          "| errors |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for name in ("ember", "redis"):
         for cmd, o in results.get(name, {}).get("commands", {}).items():
             if not o.runs:
@@ -623,6 +675,7 @@ def print_details(results: dict) -> None:
                   f"{', '.join('n/a' if r.gen_cpu_pct is None else f'{r.gen_cpu_pct:.0f}' for r in rs)} | "
                   f"{', '.join('n/a' if r.p50_us is None else f'{r.p50_us:.0f}' for r in rs)} | "
                   f"{', '.join('n/a' if r.p99_us is None else f'{r.p99_us:.0f}' for r in rs)} | "
+                  f"{', '.join('n/a' if r.other_cores is None else f'{r.other_cores:.2f}' for r in rs)} | "
                   f"{sum(r.errors for r in rs)} |")
 
 
@@ -709,6 +762,7 @@ def check_binary(path: str, what: str) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     opts = parse_args(argv)
+    signal.signal(signal.SIGINT, on_signal)
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGHUP, on_signal)
     check_binary(opts.load, "ember-load (cargo build --release -p ember-benches)")

@@ -203,4 +203,94 @@ mod tests {
         assert!(skip_reply(b"+a\rb\r\n").is_err());
         assert!(skip_reply(b"*-5\r\n").is_err());
     }
+
+    /// Replies of the shapes the benchmark receives, pipelined 30 deep.
+    fn pipelined_corpus() -> Vec<(&'static str, Vec<u8>)> {
+        let v = "v".repeat(256);
+        let bulk = format!("${}\r\n{v}\r\n", v.len());
+        let mget = format!("*8\r\n{}$-1\r\n", bulk.repeat(7));
+        [
+            ("GET", bulk),
+            ("MGET", mget),
+            ("SET", "+OK\r\n".to_string()),
+            ("INCR", ":123456\r\n".to_string()),
+        ]
+        .into_iter()
+        .map(|(n, one)| (n, one.repeat(30).into_bytes()))
+        .collect()
+    }
+
+    #[test]
+    fn agrees_with_resp_parse_frame() {
+        let limits = resp::Limits::default();
+        let mut wires: Vec<Vec<u8>> = vec![
+            b"+OK\r\n".to_vec(),
+            b"-ERR unknown command 'X'\r\n".to_vec(),
+            b":-7\r\n".to_vec(),
+            b"$-1\r\n".to_vec(),
+            b"*-1\r\n".to_vec(),
+            b"*3\r\n$3\r\nabc\r\n$-1\r\n:7\r\n".to_vec(),
+            b"*2\r\n*2\r\n+a\r\n+b\r\n*1\r\n$1\r\nc\r\n".to_vec(),
+            b"%1\r\n+k\r\n*1\r\n:2\r\n".to_vec(),
+            b"~2\r\n+a\r\n+b\r\n".to_vec(),
+            b"!5\r\nERR x\r\n".to_vec(),
+            b"=8\r\ntxt:abcd\r\n".to_vec(),
+            b"|1\r\n+ttl\r\n:3\r\n+OK\r\n".to_vec(),
+            b"_\r\n#f\r\n,1.5\r\n".to_vec(),
+        ];
+        wires.extend(pipelined_corpus().into_iter().map(|(_, w)| w));
+        for wire in wires {
+            let mut at = 0;
+            while at < wire.len() {
+                let (frame, n) = resp::parse_frame(&wire[at..], &limits).unwrap().unwrap();
+                let r = skip_reply(&wire[at..]).unwrap().unwrap();
+                assert_eq!(r.len, n, "{:?}", String::from_utf8_lossy(&wire[at..]));
+                let is_err = matches!(frame, resp::Frame::Error(_) | resp::Frame::BlobError(_));
+                assert_eq!(r.error.is_some(), is_err, "{frame:?}");
+                for cut in 0..n {
+                    assert!(skip_reply(&wire[at..at + cut]).unwrap().is_none());
+                    assert!(resp::parse_frame(&wire[at..at + cut], &limits)
+                        .unwrap()
+                        .is_none());
+                }
+                at += n;
+            }
+        }
+    }
+
+    /// `cargo test --release -p ember-benches -- --ignored --nocapture skipper_speed`
+    #[test]
+    #[ignore = "timing, run by hand"]
+    fn skipper_speed() {
+        use std::time::Instant;
+        let limits = resp::Limits::default();
+        for (name, wire) in pipelined_corpus() {
+            let rounds = 20_000;
+            let t = Instant::now();
+            let mut count = 0u64;
+            for _ in 0..rounds {
+                let mut at = 0;
+                while let Some(r) = skip_reply(std::hint::black_box(&wire[at..])).unwrap() {
+                    at += r.len;
+                    count += 1;
+                }
+            }
+            let skip_ns = t.elapsed().as_nanos() as f64 / count as f64;
+            let t = Instant::now();
+            let mut count = 0u64;
+            for _ in 0..rounds {
+                let mut at = 0;
+                while let Some((_, n)) =
+                    resp::parse_frame(std::hint::black_box(&wire[at..]), &limits).unwrap()
+                {
+                    at += n;
+                    count += 1;
+                }
+            }
+            let parse_ns = t.elapsed().as_nanos() as f64 / count as f64;
+            println!(
+                "{name:5} reply: skip_reply {skip_ns:6.1} ns, resp::parse_frame {parse_ns:6.1} ns"
+            );
+        }
+    }
 }

@@ -39,29 +39,147 @@ const LOGLEVELS: &[&str] = &["debug", "verbose", "notice", "warning", "nothing"]
 const NOT_YET: &str = "is not supported yet: Ember has no persistence in this version";
 
 static DIRECTIVES: &[Directive] = &[
-    Directive { name: "port", kind: Kind::Int { min: 0, max: 65535 }, default: "6379", mutable: false },
-    Directive { name: "bind", kind: Kind::Words, default: "127.0.0.1 -::1", mutable: false },
-    Directive { name: "threads", kind: Kind::Int { min: 0, max: 1024 }, default: "0", mutable: false },
-    Directive { name: "databases", kind: Kind::Int { min: 1, max: 1_000_000 }, default: "16", mutable: false },
-    Directive { name: "requirepass", kind: Kind::Str, default: "", mutable: true },
-    Directive { name: "maxclients", kind: Kind::Int { min: 1, max: u32::MAX as i64 }, default: "10000", mutable: true },
-    Directive { name: "timeout", kind: Kind::Int { min: 0, max: i32::MAX as i64 }, default: "0", mutable: true },
-    Directive { name: "tcp-keepalive", kind: Kind::Int { min: 0, max: i32::MAX as i64 }, default: "300", mutable: true },
-    Directive { name: "tcp-backlog", kind: Kind::Int { min: 0, max: i32::MAX as i64 }, default: "511", mutable: false },
-    Directive { name: "save", kind: Kind::Only(&[""], NOT_YET), default: "", mutable: true },
-    Directive { name: "appendonly", kind: Kind::Only(&["no"], NOT_YET), default: "no", mutable: true },
-    Directive { name: "daemonize", kind: Kind::Only(&["no"], "is not supported: run ember under a supervisor"), default: "no", mutable: false },
-    Directive { name: "dir", kind: Kind::Str, default: "", mutable: true },
-    Directive { name: "loglevel", kind: Kind::Enum(LOGLEVELS), default: "notice", mutable: true },
-    Directive { name: "logfile", kind: Kind::Str, default: "", mutable: false },
-    Directive { name: "protected-mode", kind: Kind::Bool, default: "yes", mutable: true },
-    Directive { name: "proto-max-bulk-len", kind: Kind::Memory { min: 1024 * 1024, max: i64::MAX as u64 }, default: "536870912", mutable: true },
-    Directive { name: "client-query-buffer-limit", kind: Kind::Memory { min: 1024 * 1024, max: i64::MAX as u64 }, default: "1073741824", mutable: true },
-    Directive { name: "hz", kind: Kind::Int { min: 1, max: 500 }, default: "10", mutable: true },
+    Directive {
+        name: "port",
+        kind: Kind::Int { min: 0, max: 65535 },
+        default: "6379",
+        mutable: false,
+    },
+    Directive {
+        name: "bind",
+        kind: Kind::Words,
+        default: "127.0.0.1 -::1",
+        mutable: false,
+    },
+    Directive {
+        name: "threads",
+        kind: Kind::Int { min: 0, max: 1024 },
+        default: "0",
+        mutable: false,
+    },
+    Directive {
+        name: "databases",
+        kind: Kind::Int {
+            min: 1,
+            max: 1_000_000,
+        },
+        default: "16",
+        mutable: false,
+    },
+    Directive {
+        name: "requirepass",
+        kind: Kind::Str,
+        default: "",
+        mutable: true,
+    },
+    Directive {
+        name: "maxclients",
+        kind: Kind::Int {
+            min: 1,
+            max: u32::MAX as i64,
+        },
+        default: "10000",
+        mutable: true,
+    },
+    Directive {
+        name: "timeout",
+        kind: Kind::Int {
+            min: 0,
+            max: i32::MAX as i64,
+        },
+        default: "0",
+        mutable: true,
+    },
+    Directive {
+        name: "tcp-keepalive",
+        kind: Kind::Int {
+            min: 0,
+            max: i32::MAX as i64,
+        },
+        default: "300",
+        mutable: true,
+    },
+    Directive {
+        name: "tcp-backlog",
+        kind: Kind::Int {
+            min: 0,
+            max: i32::MAX as i64,
+        },
+        default: "511",
+        mutable: false,
+    },
+    Directive {
+        name: "save",
+        kind: Kind::Only(&[""], NOT_YET),
+        default: "",
+        mutable: true,
+    },
+    Directive {
+        name: "appendonly",
+        kind: Kind::Only(&["no"], NOT_YET),
+        default: "no",
+        mutable: true,
+    },
+    Directive {
+        name: "daemonize",
+        kind: Kind::Only(&["no"], "is not supported: run ember under a supervisor"),
+        default: "no",
+        mutable: false,
+    },
+    Directive {
+        name: "dir",
+        kind: Kind::Str,
+        default: "",
+        mutable: true,
+    },
+    Directive {
+        name: "loglevel",
+        kind: Kind::Enum(LOGLEVELS),
+        default: "notice",
+        mutable: true,
+    },
+    Directive {
+        name: "logfile",
+        kind: Kind::Str,
+        default: "",
+        mutable: false,
+    },
+    Directive {
+        name: "protected-mode",
+        kind: Kind::Bool,
+        default: "yes",
+        mutable: true,
+    },
+    Directive {
+        name: "proto-max-bulk-len",
+        kind: Kind::Memory {
+            min: 1024 * 1024,
+            max: i64::MAX as u64,
+        },
+        default: "536870912",
+        mutable: true,
+    },
+    Directive {
+        name: "client-query-buffer-limit",
+        kind: Kind::Memory {
+            min: 1024 * 1024,
+            max: i64::MAX as u64,
+        },
+        default: "1073741824",
+        mutable: true,
+    },
+    Directive {
+        name: "hz",
+        kind: Kind::Int { min: 1, max: 500 },
+        default: "10",
+        mutable: true,
+    },
 ];
 
 fn directive(name: &str) -> Option<&'static Directive> {
-    DIRECTIVES.iter().find(|d| d.name.eq_ignore_ascii_case(name))
+    DIRECTIVES
+        .iter()
+        .find(|d| d.name.eq_ignore_ascii_case(name))
 }
 
 /// Parses a Redis memory value: `1gb`, `512mb`, `100k` (1000), `100kb` (1024), `42`.
@@ -155,7 +273,8 @@ impl Config {
     /// directives refused). The error text is the part after Redis's
     /// "CONFIG SET failed (possibly related to argument 'x') - ".
     pub fn set(&mut self, name: &str, args: &[String], runtime: bool) -> Result<(), String> {
-        let d = directive(name).ok_or_else(|| "Bad directive or wrong number of arguments".to_string())?;
+        let d = directive(name)
+            .ok_or_else(|| "Bad directive or wrong number of arguments".to_string())?;
         if runtime && !d.mutable {
             return Err("can't set immutable config".into());
         }
@@ -263,7 +382,9 @@ fn normalise(d: &Directive, args: &[String]) -> Result<String, String> {
                 .parse()
                 .map_err(|_| "argument couldn't be parsed into an integer".to_string())?;
             if v < min || v > max {
-                return Err(format!("argument must be between {min} and {max} inclusive"));
+                return Err(format!(
+                    "argument must be between {min} and {max} inclusive"
+                ));
             }
             Ok(v.to_string())
         }
@@ -271,7 +392,9 @@ fn normalise(d: &Directive, args: &[String]) -> Result<String, String> {
             let v = parse_memory(one()?)
                 .ok_or_else(|| "argument must be a memory value".to_string())?;
             if v < min || v > max {
-                return Err(format!("argument must be between {min} and {max} inclusive"));
+                return Err(format!(
+                    "argument must be between {min} and {max} inclusive"
+                ));
             }
             Ok(v.to_string())
         }
@@ -293,10 +416,7 @@ fn normalise(d: &Directive, args: &[String]) -> Result<String, String> {
             }
         }
         Kind::Words => {
-            let words: Vec<&str> = args
-                .iter()
-                .flat_map(|a| a.split_whitespace())
-                .collect();
+            let words: Vec<&str> = args.iter().flat_map(|a| a.split_whitespace()).collect();
             if words.is_empty() {
                 return Err("wrong number of arguments".into());
             }
@@ -323,8 +443,15 @@ mod tests {
 
     #[test]
     fn defaults_and_flags() {
-        let c = Config::from_args(&argv(&["--port", "7001", "--save", "", "--appendonly", "no"]))
-            .unwrap();
+        let c = Config::from_args(&argv(&[
+            "--port",
+            "7001",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+        ]))
+        .unwrap();
         assert_eq!(c.get("port"), "7001");
         assert_eq!(c.get("save"), "");
         assert_eq!(c.get_u64("proto-max-bulk-len"), 512 * 1024 * 1024);
@@ -336,13 +463,16 @@ mod tests {
     #[test]
     fn file_errors_name_the_line() {
         let mut c = Config::default();
-        let e = c.apply_text("port 7000\n# comment\nbogus-directive 1\n").unwrap_err();
+        let e = c
+            .apply_text("port 7000\n# comment\nbogus-directive 1\n")
+            .unwrap_err();
         let msg = e.to_string();
         assert!(msg.contains("at line 3"), "{msg}");
         assert!(msg.contains("bogus-directive 1"), "{msg}");
         assert!(c.apply_text("port notanumber").is_err());
         assert!(c.apply_text("appendonly yes").is_err());
-        c.apply_text("maxclients 5\nrequirepass \"a b\"\nproto-max-bulk-len 2mb").unwrap();
+        c.apply_text("maxclients 5\nrequirepass \"a b\"\nproto-max-bulk-len 2mb")
+            .unwrap();
         assert_eq!(c.get("maxclients"), "5");
         assert_eq!(c.get("requirepass"), "a b");
         assert_eq!(c.get("proto-max-bulk-len"), "2097152");

@@ -23,7 +23,12 @@ const FLUSH_AT: usize = 1 << 20;
 const READ_CHUNK: usize = 16 * 1024;
 
 /// Serves one accepted connection until it closes.
-pub async fn serve(server: Arc<Server>, stats: Arc<WorkerStats>, stream: std::net::TcpStream) {
+pub async fn serve(
+    server: Arc<Server>,
+    stats: Arc<WorkerStats>,
+    stream: std::net::TcpStream,
+    id: u64,
+) {
     let _ = stream.set_nodelay(true);
     let keepalive = server.live.tcp_keepalive.load(Relaxed);
     if keepalive > 0 {
@@ -45,7 +50,6 @@ pub async fn serve(server: Arc<Server>, stats: Arc<WorkerStats>, stream: std::ne
             return;
         }
     };
-    let id = server.next_client_id.fetch_add(1, Relaxed);
     let info = Arc::new(ClientInfo::new(id, addr, laddr, fd));
     server.clients.add(info.clone());
     WorkerStats::add(&stats.connections, 1);
@@ -115,7 +119,10 @@ impl Conn {
             let pending = self.rbuf.len() as u64;
             info.qbuf.store(self.rbuf.len(), Relaxed);
             if pending > self.server.live.query_buffer_limit.load(Relaxed) {
-                tracing::warn!(client = info.id, "Closing client that reached max query buffer length");
+                tracing::warn!(
+                    client = info.id,
+                    "Closing client that reached max query buffer length"
+                );
                 return Ok(());
             }
         }
@@ -257,7 +264,9 @@ fn resolve(server: &Server, args: Args<'_>) -> Result<usize, CmdError> {
         return Err(unknown_command(args));
     };
     let entry = reg.entry(idx);
-    if entry.spec.handler.is_some() {
+    // A command with a handler runs itself, unless it also has subcommands and one is named
+    // (COMMAND alone vs COMMAND INFO, as Redis's lookupCommand does).
+    if entry.spec.handler.is_some() && (args.len() < 2 || entry.spec.subcommands.is_empty()) {
         return Ok(idx);
     }
     if args.len() < 2 {

@@ -40,9 +40,17 @@ fn main() {
     if logfile.is_empty() {
         registry.with(tracing_subscriber::fmt::layer()).init();
     } else {
-        match std::fs::OpenOptions::new().create(true).append(true).open(&logfile) {
+        match std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&logfile)
+        {
             Ok(f) => registry
-                .with(tracing_subscriber::fmt::layer().with_ansi(false).with_writer(std::sync::Mutex::new(f)))
+                .with(
+                    tracing_subscriber::fmt::layer()
+                        .with_ansi(false)
+                        .with_writer(std::sync::Mutex::new(f)),
+                )
                 .init(),
             Err(e) => {
                 eprintln!("Can't open the log file: {e}");

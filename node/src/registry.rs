@@ -290,7 +290,9 @@ impl Registry {
                         parent: Some(idx),
                         subs: HashMap::new(),
                     });
-                    r.entries[idx].subs.insert(sub.name.as_bytes().to_vec(), sidx);
+                    r.entries[idx]
+                        .subs
+                        .insert(sub.name.as_bytes().to_vec(), sidx);
                 }
             }
         }

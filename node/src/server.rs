@@ -39,7 +39,10 @@ impl Pause {
         if cur != 0 && cur > until_ms && self.all.load(Relaxed) && !all {
             return;
         }
-        self.all.store(all || (cur > clock::now_ms() && self.all.load(Relaxed)), Relaxed);
+        self.all.store(
+            all || (cur > clock::now_ms() && self.all.load(Relaxed)),
+            Relaxed,
+        );
         self.until_ms.store(until_ms.max(cur), Relaxed);
     }
 
@@ -59,9 +62,8 @@ impl Pause {
         if now >= until {
             return None;
         }
-        let affected = self.all.load(Relaxed)
-            || spec.has(flags::WRITE)
-            || spec.has(flags::MAY_REPLICATE);
+        let affected =
+            self.all.load(Relaxed) || spec.has(flags::WRITE) || spec.has(flags::MAY_REPLICATE);
         affected.then(|| Duration::from_millis(until - now))
     }
 }
@@ -120,8 +122,8 @@ pub struct Server {
     pub connected: AtomicUsize,
     /// Connections refused by maxclients.
     pub rejected_conns: AtomicU64,
-    /// Keys removed by expiry.
-    pub expired_keys: AtomicU64,
+    /// The keyspace's expired-key total at the last CONFIG RESETSTAT.
+    pub expired_base: AtomicU64,
     /// CLIENT PAUSE.
     pub pause: Pause,
     /// Set when SHUTDOWN or a signal asks the node to stop.
@@ -134,7 +136,12 @@ pub struct Server {
 
 impl Server {
     /// A node with `config`, its command registry and `threads` workers' counters.
-    pub fn new(config: Config, threads: usize, config_file: Option<String>, log_reload: Option<LogReload>) -> Self {
+    pub fn new(
+        config: Config,
+        threads: usize,
+        config_file: Option<String>,
+        log_reload: Option<LogReload>,
+    ) -> Self {
         let registry = Registry::new(&crate::cmd::families());
         let dbs = config.get_u64("databases") as usize;
         let shards = (threads * 64).max(1024);
@@ -160,7 +167,7 @@ impl Server {
             next_client_id: AtomicU64::new(1),
             connected: AtomicUsize::new(0),
             rejected_conns: AtomicU64::new(0),
-            expired_keys: AtomicU64::new(0),
+            expired_base: AtomicU64::new(0),
             pause: Pause::default(),
             shutting_down: AtomicBool::new(false),
             shutdown: Notify::new(),
@@ -174,13 +181,17 @@ impl Server {
     pub fn apply_config(&self) {
         let c = self.config.read();
         let l = &self.live;
-        l.proto_max_bulk_len.store(c.get_u64("proto-max-bulk-len"), Relaxed);
-        l.query_buffer_limit.store(c.get_u64("client-query-buffer-limit"), Relaxed);
+        l.proto_max_bulk_len
+            .store(c.get_u64("proto-max-bulk-len"), Relaxed);
+        l.query_buffer_limit
+            .store(c.get_u64("client-query-buffer-limit"), Relaxed);
         l.timeout_secs.store(c.get_u64("timeout"), Relaxed);
         l.maxclients.store(c.get_u64("maxclients"), Relaxed);
         l.tcp_keepalive.store(c.get_u64("tcp-keepalive"), Relaxed);
-        l.protected_mode.store(c.get_bool("protected-mode"), Relaxed);
-        l.auth_required.store(!c.get("requirepass").is_empty(), Relaxed);
+        l.protected_mode
+            .store(c.get_bool("protected-mode"), Relaxed);
+        l.auth_required
+            .store(!c.get("requirepass").is_empty(), Relaxed);
         l.epoch.fetch_add(1, Relaxed);
         if let Some(f) = &self.log_reload {
             f(c.get("loglevel"));
@@ -199,15 +210,33 @@ impl Server {
     }
 }
 
-type Handoff = mpsc::UnboundedSender<std::net::TcpStream>;
+/// A connection handed to a worker, with the client id the acceptor gave it (so ids
+/// increase in accept order).
+type Handoff = mpsc::UnboundedSender<(std::net::TcpStream, u64)>;
 
 /// Starts the node and blocks until it shuts down.
-pub fn run(config: Config, config_file: Option<String>, log_reload: Option<LogReload>) -> Result<(), String> {
+pub fn run(
+    config: Config,
+    config_file: Option<String>,
+    log_reload: Option<LogReload>,
+) -> Result<(), String> {
     let threads = match config.get_u64("threads") {
-        0 => std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
+        0 => std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1),
         n => n as usize,
     };
     let listeners = bind_all(&config)?;
+    // The config file path must survive the chdir below (CONFIG REWRITE, INFO config_file).
+    let config_file = config_file.map(|f| {
+        std::fs::canonicalize(&f)
+            .map(|p| p.display().to_string())
+            .unwrap_or(f)
+    });
+    let dir = config.get("dir");
+    if !dir.is_empty() {
+        std::env::set_current_dir(dir).map_err(|e| format!("Can't chdir to '{dir}': {e}"))?;
+    }
     let server = Arc::new(Server::new(config, threads, config_file, log_reload));
 
     let mut handoffs: Vec<Handoff> = Vec::with_capacity(threads);
@@ -222,6 +251,7 @@ pub fn run(config: Config, config_file: Option<String>, log_reload: Option<LogRe
             .map_err(|e| format!("can't start worker thread: {e}"))?;
     }
     spawn_expiry(server.clone())?;
+    crate::cmd::server::spawn_sampler(server.clone())?;
 
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -329,19 +359,18 @@ async fn accept_loop(
             }
         };
         let live = &server.live;
-        let refuse: Option<&[u8]> = if server.connected.load(Relaxed) as u64
-            >= live.maxclients.load(Relaxed)
-        {
-            server.rejected_conns.fetch_add(1, Relaxed);
-            Some(b"-ERR max number of clients reached\r\n")
-        } else if live.protected_mode.load(Relaxed)
-            && !live.auth_required.load(Relaxed)
-            && !peer.ip().is_loopback()
-        {
-            Some(DENIED)
-        } else {
-            None
-        };
+        let refuse: Option<&[u8]> =
+            if server.connected.load(Relaxed) as u64 >= live.maxclients.load(Relaxed) {
+                server.rejected_conns.fetch_add(1, Relaxed);
+                Some(b"-ERR max number of clients reached\r\n")
+            } else if live.protected_mode.load(Relaxed)
+                && !live.auth_required.load(Relaxed)
+                && !peer.ip().is_loopback()
+            {
+                Some(DENIED)
+            } else {
+                None
+            };
         if let Some(msg) = refuse {
             tokio::spawn(async move {
                 use tokio::io::AsyncWriteExt;
@@ -358,8 +387,9 @@ async fn accept_loop(
             }
         };
         server.connected.fetch_add(1, Relaxed);
+        let id = server.next_client_id.fetch_add(1, Relaxed);
         let i = rr.fetch_add(1, Relaxed) % handoffs.len();
-        if handoffs[i].send(std).is_err() {
+        if handoffs[i].send((std, id)).is_err() {
             server.connected.fetch_sub(1, Relaxed);
         }
     }
@@ -368,9 +398,12 @@ async fn accept_loop(
 fn worker_main(
     server: Arc<Server>,
     stats: Arc<WorkerStats>,
-    mut rx: mpsc::UnboundedReceiver<std::net::TcpStream>,
+    mut rx: mpsc::UnboundedReceiver<(std::net::TcpStream, u64)>,
 ) {
-    let rt = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+    let rt = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
         Ok(rt) => rt,
         Err(e) => {
             error!("worker runtime failed to start: {e}");
@@ -379,8 +412,13 @@ fn worker_main(
     };
     let local = tokio::task::LocalSet::new();
     local.block_on(&rt, async move {
-        while let Some(stream) = rx.recv().await {
-            tokio::task::spawn_local(crate::conn::serve(server.clone(), stats.clone(), stream));
+        while let Some((stream, id)) = rx.recv().await {
+            tokio::task::spawn_local(crate::conn::serve(
+                server.clone(),
+                stats.clone(),
+                stream,
+                id,
+            ));
         }
     });
 }
@@ -395,7 +433,6 @@ fn spawn_expiry(server: Arc<Server>) -> Result<(), String> {
             // without holding any one shard lock for long.
             for _ in 0..10 {
                 let n = server.keyspace.expire_cycle(clock::now_ns(), 64);
-                server.expired_keys.fetch_add(n as u64, Relaxed);
                 if n < server.keyspace.shard_count() {
                     break;
                 }

@@ -12,6 +12,12 @@ pub enum ProtocolError {
     /// A `$<len>` line is not a valid length, is negative, or is too large.
     #[error("Protocol error: invalid bulk length")]
     InvalidBulkLength,
+    /// An unauthenticated client announced more than 10 arguments.
+    #[error("Protocol error: unauthenticated multibulk length")]
+    UnauthenticatedMultibulkLength,
+    /// An unauthenticated client announced a bulk longer than 2000 bytes.
+    #[error("Protocol error: unauthenticated bulk length")]
+    UnauthenticatedBulkLength,
     /// A multibulk element does not start with `$`.
     #[error("Protocol error: expected '$', got '{}'", char::from(*.0))]
     ExpectedDollar(u8),
@@ -76,6 +82,14 @@ mod tests {
                 "Protocol error: invalid multibulk length",
             ),
             (E::InvalidBulkLength, "Protocol error: invalid bulk length"),
+            (
+                E::UnauthenticatedMultibulkLength,
+                "Protocol error: unauthenticated multibulk length",
+            ),
+            (
+                E::UnauthenticatedBulkLength,
+                "Protocol error: unauthenticated bulk length",
+            ),
             (
                 E::ExpectedDollar(b'x'),
                 "Protocol error: expected '$', got 'x'",

@@ -13,6 +13,31 @@
 //! * [`ProtocolError`]: every protocol error; its `Display` is the text Redis
 //!   sends after `-ERR `.
 //!
+//! # Example
+//!
+//! ```
+//! use resp::{Args, Protocol, ReplyWriter, RequestKind, RequestParser};
+//!
+//! let mut parser = RequestParser::default();
+//! let mut spans = Vec::new();
+//! let buf = b"*2\r\n$4\r\nECHO\r\n$2\r\nhi\r\nPING\r\n";
+//!
+//! let (used, kind) = parser.parse(buf, &mut spans).unwrap().unwrap();
+//! assert_eq!(kind, RequestKind::Multibulk);
+//! let args = Args::new(buf, &spans);
+//! assert_eq!(args.arg(1), b"hi");
+//!
+//! let mut out = ReplyWriter::new(Protocol::Resp2);
+//! out.bulk(args.arg(1));
+//! assert_eq!(out.buffer(), b"$2\r\nhi\r\n");
+//!
+//! // Inline commands are unescaped into the parser's own buffer.
+//! let rest = &buf[used..];
+//! let (_, kind) = parser.parse(rest, &mut spans).unwrap().unwrap();
+//! assert_eq!(kind, RequestKind::Inline);
+//! assert_eq!(Args::new(parser.inline_buf(), &spans).arg(0), b"PING");
+//! ```
+//!
 //! Nothing here panics on any input, recurses on client data, or allocates
 //! in proportion to a length announced by the peer.
 

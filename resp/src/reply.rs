@@ -33,9 +33,11 @@ impl DoubleText {
         }
     }
 
+    #[inline]
     fn extend(&mut self, s: &[u8]) {
-        for &c in s {
-            self.push(c);
+        if let Some(dst) = self.buf.get_mut(self.len..self.len + s.len()) {
+            dst.copy_from_slice(s);
+            self.len += s.len();
         }
     }
 
@@ -74,57 +76,56 @@ fn format_double_text(v: f64) -> DoubleText {
 
 /// Lays out the shortest round-tripping digits of finite, non-zero `v`.
 fn emit_shortest(v: f64, t: &mut DoubleText) {
+    const ZEROS: &[u8; 24] = b"000000000000000000000000";
     let mut ryu_buf = ryu::Buffer::new();
     let text = ryu_buf.format_finite(v).as_bytes();
     let (neg, text) = match text.split_first() {
         Some((b'-', rest)) => (true, rest),
         _ => (false, text),
     };
-    let (mantissa, exp10) = match memchr::memchr(b'e', text) {
+    // ryu writes `int.frac`, `d.ddde[-]x` or `de[-]x`.
+    let (mantissa, mut k) = match text.iter().position(|&c| c == b'e') {
+        Some(i) => {
+            let (m, e) = text.split_at(i);
+            let e = e.get(1..).unwrap_or(&[]);
+            let (e_neg, e) = match e.split_first() {
+                Some((b'-', rest)) => (true, rest),
+                _ => (false, e),
+            };
+            let mut x: i32 = 0;
+            for &c in e {
+                x = x * 10 + i32::from(c.wrapping_sub(b'0'));
+            }
+            (m, if e_neg { -x } else { x })
+        }
+        None => (text, 0),
+    };
+    let (int_part, frac) = match mantissa.iter().position(|&c| c == b'.') {
         Some(i) => (
-            text.get(..i).unwrap_or(&[]),
-            text.get(i + 1..).unwrap_or(&[]),
+            mantissa.get(..i).unwrap_or(&[]),
+            mantissa.get(i + 1..).unwrap_or(&[]),
         ),
-        None => (text, &b""[..]),
+        None => (mantissa, &b""[..]),
     };
-    let mut exp: i32 = 0;
-    let (exp_neg, exp_digits) = match exp10.split_first() {
-        Some((b'-', rest)) => (true, rest),
-        _ => (false, exp10),
-    };
-    for &c in exp_digits {
-        exp = exp * 10 + i32::from(c.wrapping_sub(b'0'));
-    }
-    if exp_neg {
-        exp = -exp;
-    }
-    // Collect the significant digits; value = digits * 10^k.
+    // Significant digits; value = digits * 10^k.
     let mut digits = [0u8; 32];
     let mut n = 0usize;
-    let mut k = exp;
-    let mut after_dot = false;
-    for &c in mantissa {
-        if c == b'.' {
-            after_dot = true;
-            continue;
-        }
-        if after_dot {
-            k -= 1;
-        }
-        if n == 0 && c == b'0' {
-            continue; // leading zero
-        }
-        if let Some(slot) = digits.get_mut(n) {
-            *slot = c;
-            n += 1;
+    for part in [int_part, frac] {
+        if let Some(dst) = digits.get_mut(n..n + part.len()) {
+            dst.copy_from_slice(part);
+            n += part.len();
         }
     }
-    while n > 1 && digits.get(n - 1) == Some(&b'0') {
-        n -= 1;
+    k -= frac.len() as i32;
+    let mut digits = digits.get(..n).unwrap_or(&[]);
+    while let Some((b'0', rest)) = digits.split_first() {
+        digits = rest;
+    }
+    while let Some((b'0', rest)) = digits.split_last() {
+        digits = rest;
         k += 1;
     }
-    let digits = digits.get(..n).unwrap_or(&[]);
-    let nd = n as i32;
+    let nd = digits.len() as i32;
     if neg {
         t.push(b'-');
     }
@@ -132,17 +133,13 @@ fn emit_shortest(v: f64, t: &mut DoubleText) {
     if k >= 0 && exp_abs < nd + 7 {
         // Plain integer.
         t.extend(digits);
-        for _ in 0..k {
-            t.push(b'0');
-        }
+        t.extend(ZEROS.get(..k as usize).unwrap_or(&[]));
     } else if k < 0 && (k > -7 || exp_abs < 4) {
         // Plain decimal.
         let offset = nd + k;
         if offset <= 0 {
             t.extend(b"0.");
-            for _ in 0..-offset {
-                t.push(b'0');
-            }
+            t.extend(ZEROS.get(..(-offset) as usize).unwrap_or(&[]));
             t.extend(digits);
         } else {
             let (int_part, frac) = digits.split_at((offset as usize).min(digits.len()));
@@ -577,7 +574,7 @@ mod tests {
             (0.1, "0.1"),
             (0.3, "0.3"),
             (0.1 + 0.2, "0.30000000000000004"),
-            (3.14159, "3.14159"),
+            (2.71, "2.71"),
             (10.5, "10.5"),
             (0.0001, "0.0001"),
             (0.00001, "0.00001"),

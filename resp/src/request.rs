@@ -15,6 +15,12 @@ use crate::ProtocolError;
 /// the client announces.
 const SPAN_RESERVE_CAP: usize = 1024;
 
+/// Most arguments an unauthenticated client may announce (Redis: 10).
+const UNAUTH_MAX_MULTIBULK: usize = 10;
+
+/// Longest bulk an unauthenticated client may announce (Redis: 2000).
+const UNAUTH_MAX_BULK: u64 = 2000;
+
 /// Parser limits (Redis defaults).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Limits {
@@ -71,6 +77,8 @@ enum State {
 #[derive(Debug, Default)]
 pub struct RequestParser {
     limits: Limits,
+    /// Whether the client still has to authenticate (tighter limits).
+    auth_required: bool,
     state: State,
     /// Spans of a multibulk command that is not complete yet.
     saved: Vec<(usize, usize)>,
@@ -140,14 +148,14 @@ pub(crate) fn string2ll(s: &[u8]) -> Option<i64> {
     }
 }
 
-/// Fast path for a complete, well-formed `$<digits>\r\n` header at `pos`:
-/// returns the length and the offset just past the CRLF. Anything unusual
-/// (signs, leading zeros, long numbers, missing bytes) returns `None` and is
-/// left to the general path, which has the exact Redis semantics.
-#[inline]
-fn fast_bulk_header(buf: &[u8], pos: usize) -> Option<(u64, usize)> {
+/// Fast path for a complete, well-formed `<prefix><digits>\r\n` header at
+/// `pos`: returns the number and the offset just past the CRLF. Anything
+/// unusual (signs, leading zeros, long numbers, missing bytes) returns `None`
+/// and is left to the general path, which has the exact Redis semantics.
+#[inline(always)]
+fn fast_header(buf: &[u8], pos: usize, prefix: u8) -> Option<(u64, usize)> {
     let rest = buf.get(pos..)?;
-    if rest.first() != Some(&b'$') {
+    if rest.first() != Some(&prefix) {
         return None;
     }
     let mut v: u64 = 0;
@@ -305,6 +313,7 @@ impl RequestParser {
     pub fn new(limits: Limits) -> Self {
         RequestParser {
             limits,
+            auth_required: false,
             state: State::Idle,
             saved: Vec::new(),
             inline: Vec::new(),
@@ -319,6 +328,13 @@ impl RequestParser {
     /// The limits in force.
     pub fn limits(&self) -> Limits {
         self.limits
+    }
+
+    /// While `true` (client not yet authenticated), multibulk counts above
+    /// 10 and bulk lengths above 2000 are refused with Redis's
+    /// `unauthenticated ... length` errors. Off by default.
+    pub fn set_auth_required(&mut self, required: bool) {
+        self.auth_required = required;
     }
 
     /// The unescaped arguments of the last inline command; the spans of an
@@ -390,25 +406,34 @@ impl RequestParser {
         buf: &[u8],
         spans: &mut Vec<(usize, usize)>,
     ) -> Result<Option<(usize, RequestKind)>, ProtocolError> {
-        let cr = match find_cr(buf, 0, self.limits.max_inline_len) {
-            Line::At(cr) => cr,
-            Line::Incomplete => return Ok(None),
-            Line::TooLong => return Err(ProtocolError::TooBigMbulkCountString),
+        let (count, pos) = match fast_header(buf, 0, b'*') {
+            Some((count, pos)) => (count, pos),
+            None => {
+                let cr = match find_cr(buf, 0, self.limits.max_inline_len) {
+                    Line::At(cr) => cr,
+                    Line::Incomplete => return Ok(None),
+                    Line::TooLong => return Err(ProtocolError::TooBigMbulkCountString),
+                };
+                if buf.get(cr + 1) != Some(&b'\n') {
+                    return Err(ProtocolError::InvalidMultibulkLength);
+                }
+                let count = buf
+                    .get(1..cr)
+                    .and_then(string2ll)
+                    .ok_or(ProtocolError::InvalidMultibulkLength)?;
+                // Zero or negative: an empty command.
+                (u64::try_from(count).unwrap_or(0), cr + 2)
+            }
         };
-        if buf.get(cr + 1) != Some(&b'\n') {
-            return Err(ProtocolError::InvalidMultibulkLength);
-        }
-        let count = buf
-            .get(1..cr)
-            .and_then(string2ll)
-            .ok_or(ProtocolError::InvalidMultibulkLength)?;
-        let pos = cr + 2;
-        if count <= 0 {
+        if count == 0 {
             return Ok(Some((pos, RequestKind::Multibulk)));
         }
         let count = usize::try_from(count).map_err(|_| ProtocolError::InvalidMultibulkLength)?;
         if count > self.limits.max_multibulk_len {
             return Err(ProtocolError::InvalidMultibulkLength);
+        }
+        if self.auth_required && count > UNAUTH_MAX_MULTIBULK {
+            return Err(ProtocolError::UnauthenticatedMultibulkLength);
         }
         spans.reserve(count.min(SPAN_RESERVE_CAP));
         self.multibulk_elements(buf, pos, count, None, spans)
@@ -427,7 +452,7 @@ impl RequestParser {
             let len = match bulk.take() {
                 Some(len) => len,
                 None => {
-                    let (len, next) = match fast_bulk_header(buf, pos) {
+                    let (len, next) = match fast_header(buf, pos, b'$') {
                         Some(h) => h,
                         None => match self.bulk_header(buf, pos)? {
                             Some(h) => h,
@@ -439,6 +464,9 @@ impl RequestParser {
                     };
                     if len > limits.max_bulk_len as u64 {
                         return Err(ProtocolError::InvalidBulkLength);
+                    }
+                    if self.auth_required && len > UNAUTH_MAX_BULK {
+                        return Err(ProtocolError::UnauthenticatedBulkLength);
                     }
                     pos = next;
                     // Fits: it is no larger than max_bulk_len, a usize.
@@ -635,11 +663,10 @@ mod tests {
     use super::*;
     use ProtocolError as E;
 
+    type Parsed = Result<Option<(usize, RequestKind, Vec<Vec<u8>>)>, ProtocolError>;
+
     /// Parses one command with a fresh parser; returns (consumed, kind, args).
-    fn one_with(
-        limits: Limits,
-        buf: &[u8],
-    ) -> Result<Option<(usize, RequestKind, Vec<Vec<u8>>)>, ProtocolError> {
+    fn one_with(limits: Limits, buf: &[u8]) -> Parsed {
         let mut p = RequestParser::new(limits);
         let mut spans = Vec::new();
         Ok(p.parse(buf, &mut spans)?.map(|(n, kind)| {
@@ -652,7 +679,7 @@ mod tests {
         }))
     }
 
-    fn one(buf: &[u8]) -> Result<Option<(usize, RequestKind, Vec<Vec<u8>>)>, ProtocolError> {
+    fn one(buf: &[u8]) -> Parsed {
         one_with(Limits::default(), buf)
     }
 
@@ -770,6 +797,31 @@ mod tests {
         assert!(one_with(l, b"*3\r\n").unwrap().is_none());
         assert_eq!(one_with(l, b"*1\r\n$11\r\n"), Err(E::InvalidBulkLength));
         assert!(one_with(l, b"*1\r\n$10\r\n").unwrap().is_none());
+    }
+
+    #[test]
+    fn unauthenticated_limits() {
+        let mut p = RequestParser::default();
+        let mut spans = Vec::new();
+        p.set_auth_required(true);
+        assert_eq!(
+            p.parse(b"*11\r\n", &mut spans),
+            Err(E::UnauthenticatedMultibulkLength)
+        );
+        assert_eq!(
+            p.parse(b"*2147483648\r\n", &mut spans),
+            Err(E::InvalidMultibulkLength)
+        );
+        assert_eq!(p.parse(b"*10\r\n", &mut spans), Ok(None));
+        p.reset();
+        assert_eq!(
+            p.parse(b"*1\r\n$2001\r\n", &mut spans),
+            Err(E::UnauthenticatedBulkLength)
+        );
+        assert_eq!(p.parse(b"*1\r\n$2000\r\n", &mut spans), Ok(None));
+        p.reset();
+        p.set_auth_required(false);
+        assert_eq!(p.parse(b"*11\r\n$2001\r\n", &mut spans), Ok(None));
     }
 
     #[test]

@@ -179,18 +179,13 @@ fn feed_chunked(wire: &[u8], chunks: &[usize]) -> Vec<Vec<Vec<u8>>> {
         i += 1;
         buf.extend_from_slice(&wire[fed..fed + n]);
         fed += n;
-        loop {
-            match parser.parse(&buf, &mut spans).expect("valid pipeline") {
-                Some((consumed, kind)) => {
-                    assert!(consumed > 0 && consumed <= buf.len());
-                    let args = collect_args(&parser, &buf, &spans, kind);
-                    if !args.is_empty() {
-                        out.push(args);
-                    }
-                    buf.drain(..consumed);
-                }
-                None => break,
+        while let Some((consumed, kind)) = parser.parse(&buf, &mut spans).expect("valid pipeline") {
+            assert!(consumed > 0 && consumed <= buf.len());
+            let args = collect_args(&parser, &buf, &spans, kind);
+            if !args.is_empty() {
+                out.push(args);
             }
+            buf.drain(..consumed);
         }
     }
     assert!(buf.is_empty());

@@ -179,6 +179,15 @@ impl Keyspace {
         (keys, vol, avg)
     }
 
+    /// Keys removed because their deadline passed, over every database (INFO
+    /// `expired_keys`; see [`Table::expired_count`]).
+    pub fn expired_count(&self) -> u64 {
+        self.shards
+            .iter()
+            .map(|s| s.0.lock().dbs.iter().map(Table::expired_count).sum::<u64>())
+            .sum()
+    }
+
     /// One step of a hash-ordered scan of `db` from `cursor`, visiting about `count` keys
     /// and returning those for which `keep` is true.
     pub fn scan(
@@ -318,7 +327,9 @@ impl<'a, 'k> KeyGuard<'a, 'k> {
     /// Stores a value with deadline `expire_at` (0: none); returns the old live entry.
     pub fn insert(&mut self, value: Value, expire_at: u64) -> Option<Entry> {
         let (h, k, now) = (self.hash, self.key, self.now);
-        self.shard.table(self.db).insert(h, k, value, expire_at, now)
+        self.shard
+            .table(self.db)
+            .insert(h, k, value, expire_at, now)
     }
 
     /// Removes the key; returns its live entry.
@@ -455,7 +466,8 @@ mod tests {
     fn scan_keeps_keys_present_throughout_while_others_change() {
         let ks = Keyspace::new(1, 16);
         for i in 0..500 {
-            ks.lock(0, format!("stable:{i}").as_bytes(), 1).insert(sv("v"), 0);
+            ks.lock(0, format!("stable:{i}").as_bytes(), 1)
+                .insert(sv("v"), 0);
         }
         let mut seen = HashSet::new();
         let mut cursor = 0;
@@ -490,6 +502,7 @@ mod tests {
         }
         assert_eq!(ks.db_stats(0, 1), (2, 1, 0));
         assert_eq!(ks.expire_cycle(60, 10), 1);
+        assert_eq!(ks.expired_count(), 1);
         assert_eq!(ks.db_size(1), 0);
         assert!(ks.lock(0, b"b", 99).get().is_some());
         assert!(ks.lock(0, b"b", 100).get().is_none());

@@ -75,7 +75,11 @@ fn match_impl(
                         if start > end {
                             std::mem::swap(&mut start, &mut end);
                         }
-                        let c = if nocase { s[0].to_ascii_lowercase() } else { s[0] };
+                        let c = if nocase {
+                            s[0].to_ascii_lowercase()
+                        } else {
+                            s[0]
+                        };
                         let (st, en) = if nocase {
                             (start.to_ascii_lowercase(), end.to_ascii_lowercase())
                         } else {

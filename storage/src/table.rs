@@ -48,6 +48,8 @@ pub struct Table {
     map: HashTable<(Box<[u8]>, Entry)>,
     expiries: BTreeSet<(u64, Box<[u8]>)>,
     hasher: FixedState,
+    /// Keys removed because their deadline passed (lazily or actively), for INFO.
+    expired: u64,
 }
 
 impl Table {
@@ -57,6 +59,7 @@ impl Table {
             map: HashTable::new(),
             expiries: BTreeSet::new(),
             hasher,
+            expired: 0,
         }
     }
 
@@ -105,6 +108,7 @@ impl Table {
         if occ.get().1.expired(now) {
             let ((k, e), _) = occ.remove();
             self.expiries.remove(&(e.expire_at, k));
+            self.expired += 1;
             return None;
         }
         Some(&mut occ.into_mut().1)
@@ -143,7 +147,11 @@ impl Table {
     /// Removes `key`; returns its entry if it was live.
     pub fn remove(&mut self, h: u64, key: &[u8], now: u64) -> Option<Entry> {
         let e = self.remove_entry(h, key)?;
-        (!e.expired(now)).then_some(e)
+        if e.expired(now) {
+            self.expired += 1;
+            return None;
+        }
+        Some(e)
     }
 
     fn remove_entry(&mut self, h: u64, key: &[u8]) -> Option<Entry> {
@@ -189,7 +197,14 @@ impl Table {
             }
             n += 1;
         }
+        self.expired += n as u64;
         n
+    }
+
+    /// How many keys this table has removed because their deadline passed, lazily (on
+    /// access) or actively ([`Table::expire_due`]); kept across [`Table::take`].
+    pub fn expired_count(&self) -> u64 {
+        self.expired
     }
 
     /// Removes every key.
@@ -200,7 +215,9 @@ impl Table {
 
     /// Moves all contents out, leaving the table empty (for FLUSH ASYNC and SWAPDB).
     pub fn take(&mut self) -> Table {
-        std::mem::replace(self, Table::new(self.hasher))
+        let mut old = std::mem::replace(self, Table::new(self.hasher));
+        self.expired = std::mem::take(&mut old.expired);
+        old
     }
 
     /// Calls `f` for every live key.
@@ -267,7 +284,13 @@ mod tests {
         for i in 0..100u64 {
             let k = format!("k{i}");
             let h = hs.hash_one(k.as_bytes());
-            t.insert(h, k.as_bytes(), s("v"), if i < 60 { 1000 + i } else { 0 }, 0);
+            t.insert(
+                h,
+                k.as_bytes(),
+                s("v"),
+                if i < 60 { 1000 + i } else { 0 },
+                0,
+            );
         }
         assert_eq!(t.expire_due(1029, 1000), 30);
         assert_eq!(t.len(), 70);
@@ -275,5 +298,32 @@ mod tests {
         assert_eq!(t.expire_due(5000, 1000), 20);
         assert_eq!(t.len(), 40);
         assert_eq!(t.volatile_len(), 0);
+        assert_eq!(t.expired_count(), 60);
+    }
+
+    #[test]
+    fn expired_count_includes_lazy_expiry_and_survives_take() {
+        let hs = FixedState::with_seed(3);
+        let mut t = Table::new(hs);
+        let h = |k: &str| hs.hash_one(k.as_bytes());
+        for k in ["a", "b", "c"] {
+            t.insert(h(k), k.as_bytes(), s("v"), 100, 0);
+        }
+        assert!(t.get(h("a"), b"a", 50).is_some());
+        assert_eq!(t.expired_count(), 0);
+        assert!(t.get(h("a"), b"a", 100).is_none(), "lazy expiry on read");
+        assert!(
+            t.remove(h("b"), b"b", 200).is_none(),
+            "removing an expired key"
+        );
+        assert!(
+            t.insert(h("c"), b"c", s("w"), 0, 200).is_none(),
+            "overwriting one"
+        );
+        assert_eq!(t.expired_count(), 3);
+        let taken = t.take();
+        assert_eq!(taken.expired_count(), 0);
+        assert_eq!(t.expired_count(), 3);
+        assert_eq!(t.len(), 0);
     }
 }

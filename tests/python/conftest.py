@@ -15,7 +15,8 @@ Fixtures
     raw           factory: raw() -> RawConn, a hand-written RESP socket
     start_server  factory: start_server(*extra_args, config_file=None, password=None)
                   -> a second, test-private ServerProcess (stopped after the test)
-    cli           cli(*args, input=None, port=None) -> stdout of `redis-cli -p P ...`
+    cli           cli(*args, input=None, port=None, check=True) -> stdout of `redis-cli -p P ...`
+                  (check=False: a non-zero exit status is not an error)
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import redis
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -55,7 +57,13 @@ def server():
 @pytest.fixture
 def r(server):
     c = server.client()
-    c.flushall()
+    try:
+        c.flushall()
+    except redis.ResponseError as e:
+        # Lets a half-built server run the families it already has; any test that
+        # needs a clean keyspace will then fail on its own assertions.
+        if not str(e).startswith("unknown command"):
+            raise
     yield c
     c.close()
 
@@ -119,12 +127,12 @@ def cli(server, r):
         pytest.skip("redis-cli not installed")
 
     def run(*args, input: bytes | str | None = None, port: int | None = None,
-            timeout: float = 30) -> str:
+            timeout: float = 30, check: bool = True) -> str:
         argv = [REDIS_CLI, "-h", server.host, "-p", str(port or server.port), *map(str, args)]
         if isinstance(input, str):
             input = input.encode()
         res = subprocess.run(argv, input=input, capture_output=True, timeout=timeout)
-        if res.returncode != 0:
+        if check and res.returncode != 0:
             raise AssertionError(f"{argv!r} exited {res.returncode}: "
                                  f"stdout={res.stdout!r} stderr={res.stderr!r}")
         return res.stdout.decode("utf-8", "replace")

@@ -19,33 +19,145 @@ const C: Group = Group::Connection;
 
 /// Connection commands.
 pub static COMMANDS: &[CommandSpec] = &[
-    CommandSpec::new("ping", -1, FAST, (0, 0, 0), C, ping).doc("Returns the server's liveliness response.", "1.0.0"),
+    CommandSpec::new("ping", -1, FAST, (0, 0, 0), C, ping)
+        .doc("Returns the server's liveliness response.", "1.0.0"),
     CommandSpec::new("echo", 2, FAST, (0, 0, 0), C, echo).doc("Returns the given string.", "1.0.0"),
-    CommandSpec::new("hello", -1, NOSCRIPT | LOADING | STALE | FAST | NO_AUTH | ALLOW_BUSY, (0, 0, 0), C, hello)
-        .doc("Handshakes with the Redis server.", "6.0.0"),
-    CommandSpec::new("auth", -2, NOSCRIPT | LOADING | STALE | FAST | NO_AUTH | ALLOW_BUSY, (0, 0, 0), C, auth)
-        .doc("Authenticates the connection.", "1.0.0"),
+    CommandSpec::new(
+        "hello",
+        -1,
+        NOSCRIPT | LOADING | STALE | FAST | NO_AUTH | ALLOW_BUSY,
+        (0, 0, 0),
+        C,
+        hello,
+    )
+    .doc("Handshakes with the Redis server.", "6.0.0"),
+    CommandSpec::new(
+        "auth",
+        -2,
+        NOSCRIPT | LOADING | STALE | FAST | NO_AUTH | ALLOW_BUSY,
+        (0, 0, 0),
+        C,
+        auth,
+    )
+    .doc("Authenticates the connection.", "1.0.0"),
     CommandSpec::new("select", 2, LOADING | STALE | FAST, (0, 0, 0), C, select)
         .doc("Changes the selected database.", "1.0.0"),
-    CommandSpec::new("quit", -1, NOSCRIPT | LOADING | STALE | FAST | NO_AUTH | ALLOW_BUSY, (0, 0, 0), C, quit)
-        .doc("Closes the connection.", "1.0.0"),
-    CommandSpec::new("reset", 1, NOSCRIPT | LOADING | STALE | FAST | NO_AUTH | ALLOW_BUSY, (0, 0, 0), C, reset)
-        .doc("Resets the connection.", "6.2.0"),
-    CommandSpec::container("client", C, CLIENT_SUBCOMMANDS).doc("A container for client connection commands.", "2.4.0"),
+    CommandSpec::new(
+        "quit",
+        -1,
+        NOSCRIPT | LOADING | STALE | FAST | NO_AUTH | ALLOW_BUSY,
+        (0, 0, 0),
+        C,
+        quit,
+    )
+    .doc("Closes the connection.", "1.0.0"),
+    CommandSpec::new(
+        "reset",
+        1,
+        NOSCRIPT | LOADING | STALE | FAST | NO_AUTH | ALLOW_BUSY,
+        (0, 0, 0),
+        C,
+        reset,
+    )
+    .doc("Resets the connection.", "6.2.0"),
+    CommandSpec::container("client", C, CLIENT_SUBCOMMANDS)
+        .doc("A container for client connection commands.", "2.4.0"),
 ];
 
 static CLIENT_SUBCOMMANDS: &[CommandSpec] = &[
-    CommandSpec::new("id", 2, NOSCRIPT | LOADING | STALE, (0, 0, 0), C, client_id).doc("Returns the unique client ID of the connection.", "5.0.0"),
-    CommandSpec::new("setname", 3, NOSCRIPT | LOADING | STALE, (0, 0, 0), C, client_setname).doc("Sets the connection name.", "2.6.9"),
-    CommandSpec::new("getname", 2, NOSCRIPT | LOADING | STALE, (0, 0, 0), C, client_getname).doc("Returns the name of the connection.", "2.6.9"),
-    CommandSpec::new("list", -2, ADMIN | NOSCRIPT | LOADING | STALE, (0, 0, 0), C, client_list).doc("Lists open connections.", "2.4.0"),
-    CommandSpec::new("info", 2, NOSCRIPT | LOADING | STALE, (0, 0, 0), C, client_info).doc("Returns information about the connection.", "6.2.0"),
-    CommandSpec::new("kill", -3, ADMIN | NOSCRIPT | LOADING | STALE, (0, 0, 0), C, client_kill).doc("Terminates open connections.", "2.4.0"),
-    CommandSpec::new("setinfo", 4, NOSCRIPT | LOADING | STALE, (0, 0, 0), C, client_setinfo).doc("Sets information specific to the client or connection.", "7.2.0"),
-    CommandSpec::new("reply", 3, NOSCRIPT | LOADING | STALE, (0, 0, 0), C, client_reply).doc("Instructs the server whether to reply to commands.", "3.2.0"),
-    CommandSpec::new("pause", -3, ADMIN | NOSCRIPT | LOADING | STALE, (0, 0, 0), C, client_pause).doc("Suspends commands processing.", "3.0.0"),
-    CommandSpec::new("unpause", 2, ADMIN | NOSCRIPT | LOADING | STALE, (0, 0, 0), C, client_unpause).doc("Resumes processing commands from paused clients.", "6.2.0"),
-    CommandSpec::new("help", 2, LOADING | STALE, (0, 0, 0), C, client_help).doc("Returns helpful text about the different subcommands.", "5.0.0"),
+    CommandSpec::new("id", 2, NOSCRIPT | LOADING | STALE, (0, 0, 0), C, client_id)
+        .doc("Returns the unique client ID of the connection.", "5.0.0"),
+    CommandSpec::new(
+        "setname",
+        3,
+        NOSCRIPT | LOADING | STALE,
+        (0, 0, 0),
+        C,
+        client_setname,
+    )
+    .doc("Sets the connection name.", "2.6.9"),
+    CommandSpec::new(
+        "getname",
+        2,
+        NOSCRIPT | LOADING | STALE,
+        (0, 0, 0),
+        C,
+        client_getname,
+    )
+    .doc("Returns the name of the connection.", "2.6.9"),
+    CommandSpec::new(
+        "list",
+        -2,
+        ADMIN | NOSCRIPT | LOADING | STALE,
+        (0, 0, 0),
+        C,
+        client_list,
+    )
+    .doc("Lists open connections.", "2.4.0"),
+    CommandSpec::new(
+        "info",
+        2,
+        NOSCRIPT | LOADING | STALE,
+        (0, 0, 0),
+        C,
+        client_info,
+    )
+    .doc("Returns information about the connection.", "6.2.0"),
+    CommandSpec::new(
+        "kill",
+        -3,
+        ADMIN | NOSCRIPT | LOADING | STALE,
+        (0, 0, 0),
+        C,
+        client_kill,
+    )
+    .doc("Terminates open connections.", "2.4.0"),
+    CommandSpec::new(
+        "setinfo",
+        4,
+        NOSCRIPT | LOADING | STALE,
+        (0, 0, 0),
+        C,
+        client_setinfo,
+    )
+    .doc(
+        "Sets information specific to the client or connection.",
+        "7.2.0",
+    ),
+    CommandSpec::new(
+        "reply",
+        3,
+        NOSCRIPT | LOADING | STALE,
+        (0, 0, 0),
+        C,
+        client_reply,
+    )
+    .doc(
+        "Instructs the server whether to reply to commands.",
+        "3.2.0",
+    ),
+    CommandSpec::new(
+        "pause",
+        -3,
+        ADMIN | NOSCRIPT | LOADING | STALE,
+        (0, 0, 0),
+        C,
+        client_pause,
+    )
+    .doc("Suspends commands processing.", "3.0.0"),
+    CommandSpec::new(
+        "unpause",
+        2,
+        ADMIN | NOSCRIPT | LOADING | STALE,
+        (0, 0, 0),
+        C,
+        client_unpause,
+    )
+    .doc("Resumes processing commands from paused clients.", "6.2.0"),
+    CommandSpec::new("help", 2, LOADING | STALE, (0, 0, 0), C, client_help).doc(
+        "Returns helpful text about the different subcommands.",
+        "5.0.0",
+    ),
 ];
 
 fn ping(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
@@ -99,7 +211,10 @@ fn hello(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
     let mut proto = ctx.out.protocol();
     let mut i = 1;
     if args.len() > 1 {
-        let v = parse_i64_or(args.arg(1), "Protocol version is not an integer or out of range")?;
+        let v = parse_i64_or(
+            args.arg(1),
+            "Protocol version is not an integer or out of range",
+        )?;
         proto = match v {
             2 => Protocol::Resp2,
             3 => Protocol::Resp3,
@@ -248,7 +363,10 @@ fn client_list(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
     while i < args.len() {
         if is(args.arg(i), "type") && i + 1 < args.len() {
             let t = args.arg(i + 1);
-            if !["normal", "master", "replica", "slave", "pubsub"].iter().any(|n| is(t, n)) {
+            if !["normal", "master", "replica", "slave", "pubsub"]
+                .iter()
+                .any(|n| is(t, n))
+            {
                 return Err(CmdError::err(format!(
                     "Unknown client type '{}'",
                     String::from_utf8_lossy(t)
@@ -262,7 +380,10 @@ fn client_list(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
             let mut v = ids.take().unwrap_or_default();
             i += 1;
             while i < args.len() {
-                let id = parse_i64(args.arg(i)).ok().filter(|&x| x > 0).ok_or_else(|| CmdError::err("Invalid client ID"))?;
+                let id = parse_i64(args.arg(i))
+                    .ok()
+                    .filter(|&x| x > 0)
+                    .ok_or_else(|| CmdError::err("Invalid client ID"))?;
                 v.push(id as u64);
                 i += 1;
             }
@@ -317,13 +438,22 @@ fn client_kill(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
         let (opt, val) = (args.arg(i), args.arg(i + 1));
         let text = String::from_utf8_lossy(val).into_owned();
         if is(opt, "id") {
-            id = Some(parse_i64(val).ok().filter(|&v| v > 0).ok_or_else(|| CmdError::err("client-id should be greater than 0"))? as u64);
+            id = Some(
+                parse_i64(val)
+                    .ok()
+                    .filter(|&v| v > 0)
+                    .ok_or_else(|| CmdError::err("client-id should be greater than 0"))?
+                    as u64,
+            );
         } else if is(opt, "addr") {
             addr = Some(text);
         } else if is(opt, "laddr") {
             laddr = Some(text);
         } else if is(opt, "type") {
-            if !["normal", "master", "replica", "slave", "pubsub"].iter().any(|n| is(val, n)) {
+            if !["normal", "master", "replica", "slave", "pubsub"]
+                .iter()
+                .any(|n| is(val, n))
+            {
                 return Err(CmdError::err(format!("Unknown client type '{text}'")));
             }
             ctype = Some(text.to_ascii_lowercase());
@@ -414,6 +544,7 @@ fn client_pause(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
         3 => true,
         4 if is(args.arg(3), "all") => true,
         4 if is(args.arg(3), "write") => false,
+        4 => return Err(CmdError::err("CLIENT PAUSE mode must be WRITE or ALL")),
         _ => return Err(CmdError::Syntax),
     };
     let until = clock::now_ms().saturating_add(ms as u64);
@@ -454,7 +585,7 @@ fn client_help(ctx: &mut Ctx<'_>, _args: Args<'_>) -> CmdResult {
         "SETINFO <option> <value>",
         "    Set client meta attr. Options are: LIB-NAME, LIB-VER.",
         "HELP",
-        "    Print this help.",
+        "    Prints this help.",
     ];
     ctx.out.array(LINES.len());
     for l in LINES {

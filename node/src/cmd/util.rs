@@ -83,7 +83,13 @@ impl TimeUnit {
 /// `relative`: `v` counts from `now`. Returns `Ok(None)` when the deadline is already past
 /// (the key must be deleted) and `Err` when the value overflows, with Redis's text
 /// `ERR invalid expire time in '<cmd>' command`.
-pub fn deadline(v: i64, unit: TimeUnit, relative: bool, now: u64, cmd: &str) -> Result<Option<u64>, CmdError> {
+pub fn deadline(
+    v: i64,
+    unit: TimeUnit,
+    relative: bool,
+    now: u64,
+    cmd: &str,
+) -> Result<Option<u64>, CmdError> {
     let invalid = || CmdError::err(format!("invalid expire time in '{cmd}' command"));
     let scaled = i128::from(v) * i128::from(unit.ns());
     let abs = if relative {
@@ -92,7 +98,9 @@ pub fn deadline(v: i64, unit: TimeUnit, relative: bool, now: u64, cmd: &str) -> 
         scaled
     };
     // Redis refuses values whose millisecond form overflows a signed 64-bit integer.
-    if scaled.abs() / i128::from(NS_PER_MS) > i128::from(i64::MAX) || abs > i128::from(i64::MAX) * 1_000 {
+    if scaled.abs() / i128::from(NS_PER_MS) > i128::from(i64::MAX)
+        || abs > i128::from(i64::MAX) * 1_000
+    {
         return Err(invalid());
     }
     if abs <= i128::from(now) {
@@ -120,10 +128,16 @@ mod tests {
     #[test]
     fn deadlines() {
         let now = 1_000 * NS_PER_SEC;
-        assert_eq!(deadline(10, TimeUnit::Secs, true, now, "x").unwrap(), Some(now + 10 * NS_PER_SEC));
+        assert_eq!(
+            deadline(10, TimeUnit::Secs, true, now, "x").unwrap(),
+            Some(now + 10 * NS_PER_SEC)
+        );
         assert_eq!(deadline(-1, TimeUnit::Secs, true, now, "x").unwrap(), None);
         assert_eq!(deadline(5, TimeUnit::Secs, false, now, "x").unwrap(), None);
         assert!(deadline(i64::MAX, TimeUnit::Secs, true, now, "set").is_err());
-        assert_eq!(deadline(500, TimeUnit::Nanos, true, now, "x").unwrap(), Some(now + 500));
+        assert_eq!(
+            deadline(500, TimeUnit::Nanos, true, now, "x").unwrap(),
+            Some(now + 500)
+        );
     }
 }

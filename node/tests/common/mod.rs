@@ -1,0 +1,117 @@
+//! Test harness: starts the real `ember` binary on a free port and connects real clients.
+#![allow(dead_code)]
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// A running ember process, killed on drop.
+pub struct Ember {
+    /// Its TCP port on 127.0.0.1.
+    pub port: u16,
+    child: Child,
+}
+
+/// A port nobody listens on right now.
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("free port")
+}
+
+impl Ember {
+    /// Starts ember with default settings plus `extra` flags.
+    pub fn start(extra: &[&str]) -> Ember {
+        let port = free_port();
+        let child = Command::new(env!("CARGO_BIN_EXE_ember"))
+            .args([
+                "--port",
+                &port.to_string(),
+                "--bind",
+                "127.0.0.1",
+                "--loglevel",
+                "warning",
+            ])
+            .args(extra)
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("spawn ember");
+        let e = Ember { port, child };
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(
+                Instant::now() < deadline,
+                "ember did not start on port {port}"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        e
+    }
+
+    /// A `redis` crate client.
+    pub fn client(&self) -> redis::Client {
+        redis::Client::open(format!("redis://127.0.0.1:{}/", self.port)).expect("client")
+    }
+
+    /// A synchronous `redis` crate connection.
+    pub fn conn(&self) -> redis::Connection {
+        self.client().get_connection().expect("connect")
+    }
+
+    /// A raw TCP connection (for protocol-level tests).
+    pub fn raw(&self) -> TcpStream {
+        let s = TcpStream::connect(("127.0.0.1", self.port)).expect("connect");
+        s.set_read_timeout(Some(Duration::from_secs(10))).ok();
+        s
+    }
+
+    /// The process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Waits for the process to exit on its own; returns its exit status success.
+    pub fn wait_exit(&mut self, timeout: Duration) -> Option<bool> {
+        let deadline = Instant::now() + timeout;
+        while Instant::now() < deadline {
+            if let Ok(Some(st)) = self.child.try_wait() {
+                return Some(st.success());
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        None
+    }
+}
+
+impl Drop for Ember {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Sends raw bytes and reads until `expect_len` bytes arrived or the peer closed.
+pub fn raw_roundtrip(s: &mut TcpStream, input: &[u8], expect_len: usize) -> Vec<u8> {
+    s.write_all(input).expect("write");
+    let mut out = Vec::new();
+    let mut buf = [0u8; 65536];
+    while out.len() < expect_len {
+        match s.read(&mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => out.extend_from_slice(&buf[..n]),
+        }
+    }
+    out
+}
+
+/// Runs one command on a connection and returns the reply as a `redis::Value`.
+pub fn cmd(con: &mut redis::Connection, args: &[&str]) -> redis::RedisResult<redis::Value> {
+    let mut c = redis::cmd(args[0]);
+    for a in &args[1..] {
+        c.arg(*a);
+    }
+    c.query(con)
+}

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Installs what the test suite needs when it is missing: Debian's redis-tools and
+# redis-server (redis-cli for CLI tests, redis-server as the side-by-side peer) and the
+# Python clients (redis-py, pytest). Safe to run repeatedly; does nothing when all is there.
+set -euo pipefail
+
+need_apt=()
+command -v redis-cli >/dev/null 2>&1 || need_apt+=(redis-tools)
+command -v redis-server >/dev/null 2>&1 || need_apt+=(redis-server)
+if [ ${#need_apt[@]} -gt 0 ]; then
+    SUDO=""
+    [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need_apt[@]}" >/dev/null
+    # Debian starts a redis-server service on install; the tests start their own.
+    $SUDO systemctl stop redis-server >/dev/null 2>&1 || $SUDO service redis-server stop >/dev/null 2>&1 || true
+fi
+
+if ! python3 -c 'import redis, pytest' >/dev/null 2>&1; then
+    python3 -m pip install -q --disable-pip-version-check redis pytest 2>&1 | grep -v 'Running pip as the' || true
+fi

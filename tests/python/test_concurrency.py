@@ -1,0 +1,221 @@
+"""Many clients at once: atomic counters, independent keys, connection churn.
+
+Each test is bounded to well under ~20 s against redis-server.
+"""
+
+import threading
+import time
+
+from helpers import encode
+
+
+def run_threads(n, target, timeout=120):
+    errors = []
+    results = [None] * n
+    start = threading.Barrier(n)
+
+    def wrap(i):
+        try:
+            start.wait(30)
+            results[i] = target(i)
+        except BaseException as e:  # noqa: BLE001
+            errors.append((i, repr(e)))
+
+    threads = [threading.Thread(target=wrap, args=(i,), daemon=True) for i in range(n)]
+    for t in threads:
+        t.start()
+    deadline = time.monotonic() + timeout
+    for t in threads:
+        t.join(max(0.1, deadline - time.monotonic()))
+    assert not any(t.is_alive() for t in threads), "threads did not finish in time"
+    assert not errors, errors[:5]
+    return results
+
+
+def test_50_threads_2000_incr_each(server, r):
+    threads, per_thread = 50, 2000
+
+    incr = encode("INCR", "counter")
+
+    def work(i):
+        # raw socket: ~3x less client-side CPU than redis-py, so the server is what is measured
+        with server.raw(timeout=60) as c:
+            last = 0
+            for _ in range(per_thread):
+                c.send(incr)
+                v = c.read_reply()
+                assert isinstance(v, int) and v > last, v
+                last = v
+
+    t0 = time.monotonic()
+    run_threads(threads, work)
+    assert r.get("counter") == str(threads * per_thread).encode()
+    assert time.monotonic() - t0 < 60
+
+
+def test_concurrent_incr_pipelined(server, r):
+    threads, batches, batch = 20, 20, 250
+
+    def work(i):
+        c = server.client(raw=True)
+        try:
+            for _ in range(batches):
+                with c.pipeline(transaction=False) as p:
+                    for _ in range(batch):
+                        p.execute_command("INCRBY", "pcounter", 2)
+                    p.execute()
+        finally:
+            c.close()
+
+    run_threads(threads, work)
+    assert r.get("pcounter") == str(threads * batches * batch * 2).encode()
+
+
+def test_concurrent_set_get_distinct_keys(server, r):
+    threads, keys_per_thread = 32, 200
+
+    def work(i):
+        c = server.client(raw=True, single_connection_client=True)
+        try:
+            for k in range(keys_per_thread):
+                key, val = f"t{i}:k{k}", f"value-{i}-{k}".encode()
+                assert c.execute_command("SET", key, val) == b"OK"
+                got = c.execute_command("GET", key)
+                assert got == val, (key, got)
+            return c.execute_command("MGET", *[f"t{i}:k{k}" for k in range(keys_per_thread)])
+        finally:
+            c.close()
+
+    results = run_threads(threads, work)
+    for i, vals in enumerate(results):
+        assert vals == [f"value-{i}-{k}".encode() for k in range(keys_per_thread)]
+    assert r.dbsize() == threads * keys_per_thread
+
+
+def test_concurrent_append(server, r):
+    threads, per_thread = 16, 250
+
+    def work(i):
+        c = server.client(raw=True, single_connection_client=True)
+        try:
+            for _ in range(per_thread):
+                c.execute_command("APPEND", "log", chr(ord("a") + i))
+        finally:
+            c.close()
+
+    run_threads(threads, work)
+    value = r.get("log")
+    assert len(value) == threads * per_thread
+    for i in range(threads):
+        assert value.count(chr(ord("a") + i).encode()) == per_thread
+
+
+def test_concurrent_incrbyfloat(server, r):
+    threads, per_thread = 10, 200
+
+    def work(i):
+        c = server.client(raw=True, single_connection_client=True)
+        try:
+            for _ in range(per_thread):
+                c.execute_command("INCRBYFLOAT", "f", "0.5")
+        finally:
+            c.close()
+
+    run_threads(threads, work)
+    assert r.get("f") == b"1000"
+
+
+def test_setnx_race_has_one_winner(server, r):
+    threads, rounds = 16, 20
+    clients = [server.client(raw=True, single_connection_client=True) for _ in range(threads)]
+    try:
+        for c in clients:
+            c.execute_command("PING")
+        for rnd in range(rounds):
+            results = run_threads(threads, lambda i: clients[i].execute_command(
+                "SET", f"lock:{rnd}", f"owner{i}", "NX"))
+            winners = [i for i, res in enumerate(results) if res == b"OK"]
+            assert len(winners) == 1, (rnd, results)
+            assert r.get(f"lock:{rnd}") == f"owner{winners[0]}".encode()
+    finally:
+        for c in clients:
+            c.close()
+
+
+def test_mset_is_atomic_for_readers(server, r):
+    r.mset({"a": "0", "b": "0", "c": "0"})
+    stop = threading.Event()
+    torn = []
+
+    def writer():
+        c = server.client(raw=True, single_connection_client=True)
+        try:
+            i = 0
+            while not stop.is_set() and i < 20000:
+                i += 1
+                c.execute_command("MSET", "a", i, "b", i, "c", i)
+        finally:
+            c.close()
+
+    def reader(_):
+        c = server.client(raw=True, single_connection_client=True)
+        try:
+            for _ in range(1500):
+                a, b, cc = c.execute_command("MGET", "a", "b", "c")
+                if not (a == b == cc):
+                    torn.append((a, b, cc))
+        finally:
+            c.close()
+
+    w = threading.Thread(target=writer, daemon=True)
+    w.start()
+    try:
+        run_threads(4, reader)
+    finally:
+        stop.set()
+        w.join(30)
+    assert not torn, f"MGET observed a partially applied MSET: {torn[:3]}"
+
+
+def test_many_simultaneous_connections(server, r):
+    conns = []
+    try:
+        for _ in range(200):
+            conns.append(server.raw())
+        for i, c in enumerate(conns):
+            c.send_cmd("SET", f"conn:{i}", i)
+        for c in conns:
+            assert c.read_raw() == b"+OK\r\n"
+        assert r.info("clients")["connected_clients"] >= 200
+        for i, c in enumerate(conns):
+            assert c.cmd("GET", f"conn:{i}") == str(i).encode()
+    finally:
+        for c in conns:
+            c.close()
+    assert r.dbsize() == 200
+
+
+def test_connection_churn(server, r):
+    def work(i):
+        for j in range(50):
+            with server.raw() as c:
+                assert c.cmd("INCR", "churn") > 0
+                if j % 2:
+                    c.send_cmd("PING")   # leave a reply unread on close
+    run_threads(10, work)
+    assert r.get("churn") == b"500"
+    assert r.ping() is True
+
+
+def test_concurrent_pipelines_keep_order(server, r):
+    n = 8
+
+    def work(i):
+        with server.raw(timeout=60) as c:
+            c.send(encode("INCR", f"seq:{i}") * 2000)
+            for expect in range(1, 2001):
+                assert c.read_raw() == b":%d\r\n" % expect
+
+    run_threads(n, work)
+    for i in range(n):
+        assert r.get(f"seq:{i}") == b"2000"
