@@ -6,28 +6,10 @@ mod common;
 
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use common::{cmd, Ember};
+use common::{err, int, ok, Ember};
 use redis::{Connection, Value};
 
 const SEC_NS: i64 = 1_000_000_000;
-
-fn ok(c: &mut Connection, args: &[&str]) -> Value {
-    cmd(c, args).unwrap_or_else(|e| panic!("{args:?} failed: {e}"))
-}
-
-fn int(c: &mut Connection, args: &[&str]) -> i64 {
-    match ok(c, args) {
-        Value::Int(i) => i,
-        v => panic!("{args:?}: expected an integer, got {v:?}"),
-    }
-}
-
-fn err(c: &mut Connection, args: &[&str]) -> String {
-    match cmd(c, args) {
-        Ok(v) => panic!("{args:?}: expected an error, got {v:?}"),
-        Err(e) => format!("{} {}", e.code().unwrap_or(""), e.detail().unwrap_or("")),
-    }
-}
 
 fn now_ms() -> i64 {
     SystemTime::now()

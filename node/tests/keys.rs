@@ -7,21 +7,8 @@ use std::collections::HashSet;
 use std::io::{Read, Write};
 use std::time::{Duration, Instant};
 
-use common::{cmd, raw_roundtrip, Ember};
+use common::{cmd, err, int, ok, raw_roundtrip, Ember};
 use redis::{Connection, Value};
-
-/// Runs a command that must succeed.
-fn ok(c: &mut Connection, args: &[&str]) -> Value {
-    cmd(c, args).unwrap_or_else(|e| panic!("{args:?} failed: {e}"))
-}
-
-/// Runs a command that must reply with an integer.
-fn int(c: &mut Connection, args: &[&str]) -> i64 {
-    match ok(c, args) {
-        Value::Int(i) => i,
-        v => panic!("{args:?}: expected an integer, got {v:?}"),
-    }
-}
 
 /// Runs a command that must reply with a bulk string or nil.
 fn bulk(c: &mut Connection, args: &[&str]) -> Option<Vec<u8>> {
@@ -29,14 +16,6 @@ fn bulk(c: &mut Connection, args: &[&str]) -> Option<Vec<u8>> {
         Value::BulkString(b) => Some(b),
         Value::Nil => None,
         v => panic!("{args:?}: expected a bulk string, got {v:?}"),
-    }
-}
-
-/// Runs a command that must fail; returns the full error text ("ERR ...").
-fn err(c: &mut Connection, args: &[&str]) -> String {
-    match cmd(c, args) {
-        Ok(v) => panic!("{args:?}: expected an error, got {v:?}"),
-        Err(e) => format!("{} {}", e.code().unwrap_or(""), e.detail().unwrap_or("")),
     }
 }
 

@@ -7,7 +7,6 @@ use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::{free_port, Ember};
@@ -221,46 +220,6 @@ fn temp_dir(tag: &str) -> PathBuf {
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).expect("temp dir");
     d.canonicalize().expect("canonical temp dir")
-}
-
-/// An ember started with a config file (which must come first on the command line).
-struct WithFile {
-    port: u16,
-    child: Child,
-}
-
-impl WithFile {
-    fn start(conf: &Path, extra: &[&str]) -> WithFile {
-        let port = free_port();
-        let child = Command::new(env!("CARGO_BIN_EXE_ember"))
-            .arg(conf)
-            .args([
-                "--port",
-                &port.to_string(),
-                "--bind",
-                "127.0.0.1",
-                "--loglevel",
-                "warning",
-            ])
-            .args(extra)
-            .stdout(Stdio::null())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("spawn ember");
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(Instant::now() < deadline, "ember did not start");
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        WithFile { port, child }
-    }
-}
-
-impl Drop for WithFile {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }
 
 // ------------------------------------------------------------------------------------------
@@ -886,7 +845,7 @@ fn config_rewrite() {
         "# my settings\nmaxclients 123\n\ntimeout 7\n# again\ntimeout 8\n",
     )
     .unwrap();
-    let srv = WithFile::start(&conf, &["--dir", d.to_str().unwrap()]);
+    let srv = Ember::start_with_config(Some(&conf), &["--dir", d.to_str().unwrap()]);
     let mut c = Client::at(srv.port);
     let s = info(&mut c, "server");
     assert_eq!(s["config_file"], conf.display().to_string());
@@ -918,7 +877,7 @@ fn config_rewrite() {
     drop(srv);
 
     // The rewritten file starts a server with the same settings.
-    let again = WithFile::start(&conf, &[]);
+    let again = Ember::start_with_config(Some(&conf), &[]);
     let mut c = Client::at(again.port);
     c.ok(&["AUTH", "two words"]);
     assert_eq!(
@@ -958,7 +917,7 @@ fn help_replies() {
         let lines = lines.strs();
         assert_eq!(lines[0], header);
         assert!(lines.iter().any(|l| l == has), "{lines:?}");
-        assert_eq!(&lines[lines.len() - 2..], ["HELP", "    Print this help."]);
+        assert_eq!(&lines[lines.len() - 2..], ["HELP", "    Prints this help."]);
     }
     assert_eq!(
         c.err(&["CONFIG", "HELP", "x"]),

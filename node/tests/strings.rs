@@ -4,21 +4,8 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::{raw_roundtrip, Ember};
+use common::{err, ok as q, raw_roundtrip, Ember};
 use redis::Value;
-
-/// Runs a command and returns its reply, panicking on an error reply.
-fn q(c: &mut redis::Connection, args: &[&str]) -> Value {
-    common::cmd(c, args).unwrap_or_else(|e| panic!("{args:?}: {e}"))
-}
-
-/// Runs a command that must fail and returns the error text (`CODE detail`).
-fn err(c: &mut redis::Connection, args: &[&str]) -> String {
-    match common::cmd(c, args) {
-        Ok(v) => panic!("{args:?} succeeded with {v:?}"),
-        Err(e) => format!("{} {}", e.code().unwrap_or("?"), e.detail().unwrap_or("")),
-    }
-}
 
 fn bulk(s: &str) -> Value {
     Value::BulkString(s.as_bytes().to_vec())

@@ -6,7 +6,7 @@ use resp::{Args, Protocol};
 use storage::clock;
 
 use crate::client::{ClientInfo, ReplyMode};
-use crate::cmd::util::{is, parse_i64, parse_i64_or};
+use crate::cmd::util::{is, parse_i64, parse_i64_or, reply_help};
 use crate::ctx::Ctx;
 use crate::error::{CmdError, CmdResult};
 use crate::registry::{flags::*, CommandSpec, Group};
@@ -559,9 +559,8 @@ fn client_unpause(ctx: &mut Ctx<'_>, _args: Args<'_>) -> CmdResult {
     Ok(())
 }
 
-fn client_help(ctx: &mut Ctx<'_>, _args: Args<'_>) -> CmdResult {
+fn client_help(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
     const LINES: &[&str] = &[
-        "CLIENT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
         "GETNAME",
         "    Return the name of the current connection.",
         "ID",
@@ -584,12 +583,7 @@ fn client_help(ctx: &mut Ctx<'_>, _args: Args<'_>) -> CmdResult {
         "    Assign the name <name> to the current connection.",
         "SETINFO <option> <value>",
         "    Set client meta attr. Options are: LIB-NAME, LIB-VER.",
-        "HELP",
-        "    Prints this help.",
     ];
-    ctx.out.array(LINES.len());
-    for l in LINES {
-        ctx.out.simple(l.as_bytes());
-    }
+    reply_help(ctx.out, args.arg(0), LINES);
     Ok(())
 }

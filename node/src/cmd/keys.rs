@@ -9,7 +9,7 @@ use resp::Args;
 use storage::pattern::glob_match;
 use storage::{Entry, Value};
 
-use crate::cmd::util::{is, parse_i64};
+use crate::cmd::util::{is, parse_i64, reply_help};
 use crate::ctx::Ctx;
 use crate::error::{CmdError, CmdResult};
 use crate::registry::{flags::*, CommandSpec, Group};
@@ -402,9 +402,8 @@ fn object_freq(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
     ))
 }
 
-fn object_help(ctx: &mut Ctx<'_>, _args: Args<'_>) -> CmdResult {
+fn object_help(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
     const LINES: &[&str] = &[
-        "OBJECT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
         "ENCODING <key>",
         "    Return the kind of internal representation used in order to store the value",
         "    associated with a <key>.",
@@ -417,13 +416,8 @@ fn object_help(ctx: &mut Ctx<'_>, _args: Args<'_>) -> CmdResult {
         "REFCOUNT <key>",
         "    Return the number of references of the value associated with the specified",
         "    <key>.",
-        "HELP",
-        "    Prints this help.",
     ];
-    ctx.out.array(LINES.len());
-    for l in LINES {
-        ctx.out.simple(l.as_bytes());
-    }
+    reply_help(ctx.out, args.arg(0), LINES);
     Ok(())
 }
 

@@ -23,7 +23,7 @@ use storage::{Table, Value};
 use tracing::{info as log_info, warn};
 
 use crate::cmd::connection::REDIS_COMPAT_VERSION;
-use crate::cmd::util::{is, parse_float, parse_i64_or};
+use crate::cmd::util::{is, parse_float, parse_i64_or, reply_help};
 use crate::config::Config;
 use crate::ctx::Ctx;
 use crate::error::{CmdError, CmdResult};
@@ -149,21 +149,6 @@ static COMMAND_SUBCOMMANDS: &[CommandSpec] = &[
 /// At most `max` bytes of `b` as text, CR/LF turned into spaces (for error messages).
 fn lossy(b: &[u8], max: usize) -> String {
     String::from_utf8_lossy(&b[..b.len().min(max)]).replace(['\r', '\n'], " ")
-}
-
-/// A `HELP` reply in Redis's `addReplyHelp` layout: header, `lines`, then HELP itself.
-fn reply_help(ctx: &mut Ctx<'_>, args: Args<'_>, lines: &[&str]) {
-    let cmd = String::from_utf8_lossy(args.arg(0)).to_ascii_uppercase();
-    let out = &mut *ctx.out;
-    out.array(lines.len() + 3);
-    out.simple(
-        format!("{cmd} <subcommand> [<arg> [value] [opt] ...]. Subcommands are:").as_bytes(),
-    );
-    for l in lines {
-        out.simple(l.as_bytes());
-    }
-    out.simple(b"HELP");
-    out.simple(b"    Print this help.");
 }
 
 /// The text of an I/O error without Rust's " (os error N)" suffix, like `strerror`.
@@ -848,8 +833,8 @@ fn config_resetstat(ctx: &mut Ctx<'_>, _args: Args<'_>) -> CmdResult {
 
 fn config_help(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
     reply_help(
-        ctx,
-        args,
+        ctx.out,
+        args.arg(0),
         &[
             "GET <pattern>",
             "    Return parameters matching the glob-like <pattern> and their values.",
@@ -1310,8 +1295,8 @@ fn command_getkeysandflags(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
 
 fn command_help(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
     reply_help(
-        ctx,
-        args,
+        ctx.out,
+        args.arg(0),
         &[
             "(no subcommand)",
             "    Return details about all Redis commands.",
@@ -1418,8 +1403,8 @@ fn debug(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
     let sub = args.arg(1);
     if args.len() == 2 && is(sub, "help") {
         reply_help(
-            ctx,
-            args,
+            ctx.out,
+            args.arg(0),
             &[
                 "OBJECT <key>",
                 "    Show low level info about `key` and associated value.",

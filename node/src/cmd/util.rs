@@ -51,6 +51,21 @@ pub fn parse_float(b: &[u8]) -> Option<f64> {
     (!v.is_nan()).then_some(v)
 }
 
+/// A `HELP` reply in Redis's `addReplyHelp` layout: the header naming the command in
+/// upper case, `lines`, then the HELP entry itself.
+pub fn reply_help(out: &mut resp::ReplyWriter, cmd: &[u8], lines: &[&str]) {
+    let cmd = String::from_utf8_lossy(cmd).to_ascii_uppercase();
+    out.array(lines.len() + 3);
+    out.simple(
+        format!("{cmd} <subcommand> [<arg> [value] [opt] ...]. Subcommands are:").as_bytes(),
+    );
+    for l in lines {
+        out.simple(l.as_bytes());
+    }
+    out.simple(b"HELP");
+    out.simple(b"    Prints this help.");
+}
+
 /// Case-insensitive ASCII comparison of an argument with an option name.
 #[inline]
 pub fn is(arg: &[u8], name: &str) -> bool {

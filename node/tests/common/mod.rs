@@ -24,8 +24,15 @@ pub fn free_port() -> u16 {
 impl Ember {
     /// Starts ember with default settings plus `extra` flags.
     pub fn start(extra: &[&str]) -> Ember {
+        Ember::start_with_config(None, extra)
+    }
+
+    /// Starts ember with a config file (which comes first on the command line, as with
+    /// redis-server), then the test's port and bind, then `extra` flags.
+    pub fn start_with_config(config: Option<&std::path::Path>, extra: &[&str]) -> Ember {
         let port = free_port();
         let child = Command::new(env!("CARGO_BIN_EXE_ember"))
+            .args(config)
             .args([
                 "--port",
                 &port.to_string(),
@@ -114,4 +121,25 @@ pub fn cmd(con: &mut redis::Connection, args: &[&str]) -> redis::RedisResult<red
         c.arg(*a);
     }
     c.query(con)
+}
+
+/// Runs a command that must succeed and returns its reply.
+pub fn ok(c: &mut redis::Connection, args: &[&str]) -> redis::Value {
+    cmd(c, args).unwrap_or_else(|e| panic!("{args:?} failed: {e}"))
+}
+
+/// Runs a command that must reply with an integer.
+pub fn int(c: &mut redis::Connection, args: &[&str]) -> i64 {
+    match ok(c, args) {
+        redis::Value::Int(i) => i,
+        v => panic!("{args:?}: expected an integer, got {v:?}"),
+    }
+}
+
+/// Runs a command that must fail; returns the error text as `CODE detail`.
+pub fn err(c: &mut redis::Connection, args: &[&str]) -> String {
+    match cmd(c, args) {
+        Ok(v) => panic!("{args:?}: expected an error, got {v:?}"),
+        Err(e) => format!("{} {}", e.code().unwrap_or(""), e.detail().unwrap_or("")),
+    }
 }
