@@ -106,6 +106,7 @@ impl Conn {
                 return Ok(());
             }
             WorkerStats::add(&self.stats.net_input, n as u64);
+            info.touch();
             let epoch = self.server.live.epoch.load(Relaxed);
             if epoch != self.limits_epoch {
                 self.limits_epoch = epoch;
@@ -221,7 +222,6 @@ async fn execute(
                         _ = server.pause.notify.notified() => {}
                     }
                 }
-                client.info.touch();
                 client.info.last_cmd.store(idx + 1, Relaxed);
                 let t0 = Instant::now();
                 let mut ctx = Ctx {

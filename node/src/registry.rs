@@ -4,6 +4,8 @@
 
 use std::collections::HashMap;
 
+use foldhash::fast::RandomState;
+
 use resp::Args;
 
 use crate::ctx::Ctx;
@@ -253,13 +255,13 @@ pub struct Entry {
     pub full_name: String,
     /// Index of the container for a subcommand.
     pub parent: Option<usize>,
-    subs: HashMap<Vec<u8>, usize>,
+    subs: HashMap<Vec<u8>, usize, RandomState>,
 }
 
 /// Every command of this node, indexed for fast case-insensitive lookup.
 pub struct Registry {
     entries: Vec<Entry>,
-    by_name: HashMap<Vec<u8>, usize>,
+    by_name: HashMap<Vec<u8>, usize, RandomState>,
     top: Vec<usize>,
 }
 
@@ -268,7 +270,7 @@ impl Registry {
     pub fn new(families: &[&'static [CommandSpec]]) -> Self {
         let mut r = Registry {
             entries: Vec::new(),
-            by_name: HashMap::new(),
+            by_name: HashMap::default(),
             top: Vec::new(),
         };
         for fam in families {
@@ -278,7 +280,7 @@ impl Registry {
                     spec,
                     full_name: spec.name.to_string(),
                     parent: None,
-                    subs: HashMap::new(),
+                    subs: HashMap::default(),
                 });
                 r.by_name.insert(spec.name.as_bytes().to_vec(), idx);
                 r.top.push(idx);
@@ -288,7 +290,7 @@ impl Registry {
                         spec: sub,
                         full_name: format!("{}|{}", spec.name, sub.name),
                         parent: Some(idx),
-                        subs: HashMap::new(),
+                        subs: HashMap::default(),
                     });
                     r.entries[idx]
                         .subs

@@ -51,11 +51,12 @@ impl WorkerStats {
         }
     }
 
-    /// Adds `v` to a counter (single writer, so a relaxed load+store would do; fetch_add
-    /// keeps it simple and correct if that ever changes).
+    /// Adds `v` to a counter. Each worker is the only writer of its counters, so a relaxed
+    /// load and store (plain moves, no locked instruction) is enough on the command path;
+    /// a concurrent CONFIG RESETSTAT may at worst be overwritten by one in-flight update.
     #[inline]
     pub fn add(c: &AtomicU64, v: u64) {
-        c.fetch_add(v, Relaxed);
+        c.store(c.load(Relaxed).wrapping_add(v), Relaxed);
     }
 
     /// Zeroes every counter (CONFIG RESETSTAT).
