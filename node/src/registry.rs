@@ -85,6 +85,14 @@ pub enum Group {
     Connection,
     /// Server management.
     Server,
+    /// Lists.
+    List,
+    /// Hashes.
+    Hash,
+    /// Sets.
+    Set,
+    /// Sorted sets.
+    SortedSet,
 }
 
 impl Group {
@@ -95,6 +103,10 @@ impl Group {
             Group::String => "string",
             Group::Connection => "connection",
             Group::Server => "server",
+            Group::List => "list",
+            Group::Hash => "hash",
+            Group::Set => "set",
+            Group::SortedSet => "sorted-set",
         }
     }
 }
@@ -223,6 +235,10 @@ impl CommandSpec {
             Group::String => v.push("string"),
             Group::Connection => v.push("connection"),
             Group::Server => {}
+            Group::List => v.push("list"),
+            Group::Hash => v.push("hash"),
+            Group::Set => v.push("set"),
+            Group::SortedSet => v.push("sortedset"),
         }
         v
     }

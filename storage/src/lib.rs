@@ -5,16 +5,21 @@
 //!   per logical database, so a command locks exactly the shard of its key.
 //! - [`table`]: one database's slice of a shard: a hash table of [`Entry`] plus an ordered
 //!   expiry index (nanosecond deadlines) used by lazy and active expiry.
-//! - [`value`]: the value types ([`Value`], [`RString`]).
+//! - [`value`]: the value types ([`Value`], [`RString`]); [`list`], [`hash`], [`set`] and
+//!   [`zset`] hold the collection types.
 //! - [`pattern`]: Redis glob matching (KEYS, SCAN MATCH, CONFIG GET).
 //! - [`clock`]: wall-clock time in nanoseconds.
 #![deny(missing_docs)]
 
 pub mod clock;
+pub mod hash;
 pub mod keyspace;
+pub mod list;
 pub mod pattern;
+pub mod set;
 pub mod table;
 pub mod value;
+pub mod zset;
 
 pub use keyspace::{KeyGuard, Keyspace, MultiGuard, ScanPage};
 pub use table::{Entry, Table};

@@ -1,16 +1,28 @@
 //! Value types stored in the keyspace.
 //!
-//! Only strings exist so far; lists, hashes, sets, sorted sets and the rest become new
-//! [`Value`] variants as their families land.
+//! Strings live here; the collection types live in their own modules.
+
+use crate::hash::Hash;
+use crate::list::List;
+use crate::set::Set;
+use crate::zset::ZSet;
 
 /// Longest string kept in the compact `embstr` form (Redis's `OBJ_ENCODING_EMBSTR_SIZE_LIMIT`).
 pub const EMBSTR_LIMIT: usize = 44;
 
 /// A value held by a key.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug)]
 pub enum Value {
     /// A Redis string (also used by bitmaps and HyperLogLog).
     String(RString),
+    /// A list.
+    List(List),
+    /// A hash.
+    Hash(Hash),
+    /// A set.
+    Set(Set),
+    /// A sorted set.
+    ZSet(ZSet),
 }
 
 impl Value {
@@ -18,6 +30,10 @@ impl Value {
     pub fn type_name(&self) -> &'static str {
         match self {
             Value::String(_) => "string",
+            Value::List(_) => "list",
+            Value::Hash(_) => "hash",
+            Value::Set(_) => "set",
+            Value::ZSet(_) => "zset",
         }
     }
 
@@ -25,6 +41,10 @@ impl Value {
     pub fn encoding(&self) -> &'static str {
         match self {
             Value::String(s) => s.encoding(),
+            Value::List(l) => l.encoding(),
+            Value::Hash(h) => h.encoding(),
+            Value::Set(s) => s.encoding(),
+            Value::ZSet(z) => z.encoding(),
         }
     }
 
@@ -32,6 +52,10 @@ impl Value {
     pub fn heap_size(&self) -> usize {
         match self {
             Value::String(s) => s.heap_size(),
+            Value::List(l) => l.heap_size(),
+            Value::Hash(h) => h.heap_size(),
+            Value::Set(s) => s.heap_size(),
+            Value::ZSet(z) => z.heap_size(),
         }
     }
 }

@@ -4,10 +4,14 @@
 
 pub mod connection;
 pub mod expiry;
+pub mod hashes;
 pub mod keys;
+pub mod lists;
 pub mod server;
+pub mod sets;
 pub mod strings;
 pub mod util;
+pub mod zsets;
 
 use crate::registry::CommandSpec;
 
@@ -19,5 +23,9 @@ pub fn families() -> Vec<&'static [CommandSpec]> {
         keys::COMMANDS,
         expiry::COMMANDS,
         server::COMMANDS,
+        lists::COMMANDS,
+        hashes::COMMANDS,
+        sets::COMMANDS,
+        zsets::COMMANDS,
     ]
 }

@@ -1430,13 +1430,15 @@ fn debug(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
         let Some(e) = g.peek() else {
             return Err(CmdError::NoSuchKey);
         };
+        // Only strings have a serialized length computed here so far.
         let serialized = match &e.value {
-            Value::String(s) => s.with_bytes(rdb_string_len),
+            Value::String(s) => format!(" serializedlength:{}", s.with_bytes(rdb_string_len)),
+            _ => String::new(),
         };
         let idle = e.idle_secs(now);
         let lru = (now / NS_PER_SEC).wrapping_sub(idle) & LRU_CLOCK_MAX;
         let line = format!(
-            "Value at:{:p} refcount:1 encoding:{} serializedlength:{serialized} lru:{lru} lru_seconds_idle:{idle}",
+            "Value at:{:p} refcount:1 encoding:{}{serialized} lru:{lru} lru_seconds_idle:{idle}",
             &e.value,
             e.value.encoding()
         );

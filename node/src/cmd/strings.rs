@@ -7,7 +7,7 @@
 //! SETRANGE) as `raw`. Relative expiry times become absolute nanosecond deadlines.
 //! INCRBYFLOAT reproduces Redis's x86-64 `long double` arithmetic and text (submodule `ld`).
 
-mod ld;
+pub(crate) mod ld;
 
 use std::sync::atomic::Ordering::Relaxed;
 
