@@ -126,6 +126,9 @@ pub struct CommandSpec {
     pub last_key: i32,
     /// Step between keys.
     pub key_step: i32,
+    /// Position of a "numkeys" argument followed by that many keys (LMPOP, ZUNION ...);
+    /// 0 when the command has none. These keys come after any fixed ones.
+    pub numkeys_at: i32,
     /// Group / data-type category.
     pub group: Group,
     /// One-line summary (COMMAND DOCS).
@@ -155,6 +158,7 @@ impl CommandSpec {
             first_key: keys.0,
             last_key: keys.1,
             key_step: keys.2,
+            numkeys_at: 0,
             group,
             summary: "",
             since: "1.0.0",
@@ -176,6 +180,7 @@ impl CommandSpec {
             first_key: 0,
             last_key: 0,
             key_step: 0,
+            numkeys_at: 0,
             group,
             summary: "",
             since: "1.0.0",
@@ -188,6 +193,12 @@ impl CommandSpec {
     pub const fn doc(mut self, summary: &'static str, since: &'static str) -> Self {
         self.summary = summary;
         self.since = since;
+        self
+    }
+
+    /// Declares a "numkeys" argument at `pos`, followed by that many keys.
+    pub const fn numkeys(mut self, pos: i32) -> Self {
+        self.numkeys_at = pos;
         self
     }
 
@@ -243,23 +254,35 @@ impl CommandSpec {
         v
     }
 
-    /// Positions of key arguments in an invocation with `argc` arguments.
-    pub fn key_positions(&self, argc: usize) -> Vec<usize> {
-        if self.first_key <= 0 || argc == 0 {
-            return Vec::new();
-        }
-        let first = self.first_key as usize;
-        let last = if self.last_key < 0 {
-            let back = self.last_key.unsigned_abs() as usize;
-            match argc.checked_sub(back) {
-                Some(l) => l,
-                None => return Vec::new(),
+    /// True when the command takes key arguments.
+    pub fn has_keys(&self) -> bool {
+        self.first_key > 0 || self.numkeys_at > 0
+    }
+
+    /// Positions of the key arguments in `args` (args[0] is the command name).
+    pub fn key_positions(&self, args: &resp::Args<'_>) -> Vec<usize> {
+        let argc = args.len();
+        let mut v = Vec::new();
+        if self.first_key > 0 && argc > 0 {
+            let first = self.first_key as usize;
+            let last = if self.last_key < 0 {
+                argc.checked_sub(self.last_key.unsigned_abs() as usize)
+            } else {
+                Some(self.last_key as usize)
+            };
+            if let Some(last) = last {
+                let step = self.key_step.max(1) as usize;
+                v.extend((first..=last.min(argc - 1)).step_by(step));
             }
-        } else {
-            self.last_key as usize
-        };
-        let step = self.key_step.max(1) as usize;
-        (first..=last.min(argc - 1)).step_by(step).collect()
+        }
+        if self.numkeys_at > 0 {
+            let at = self.numkeys_at as usize;
+            let n = storage::value::parse_canonical_i64(args.arg(at))
+                .and_then(|n| usize::try_from(n).ok())
+                .unwrap_or(0);
+            v.extend((at + 1..argc).take(n));
+        }
+        v
     }
 }
 
@@ -364,5 +387,41 @@ fn with_lower<R>(name: &[u8], f: impl FnOnce(&[u8]) -> R) -> R {
         f(b)
     } else {
         f(&name.to_ascii_lowercase())
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use resp::Args;
+
+    /// Splits `line` on spaces into (data, spans) for building [`Args`] in tests.
+    pub(crate) fn split(line: &[u8]) -> (Vec<u8>, Vec<(usize, usize)>) {
+        let mut spans = Vec::new();
+        let mut start = 0;
+        for (i, &c) in line.iter().enumerate() {
+            if c == b' ' {
+                spans.push((start, i));
+                start = i + 1;
+            }
+        }
+        spans.push((start, line.len()));
+        (line.to_vec(), spans)
+    }
+
+    #[test]
+    fn numkeys_key_positions() {
+        let reg = super::Registry::new(&crate::cmd::families());
+        let keys = |line: &[u8]| {
+            let (data, spans) = split(line);
+            let args = Args::new(&data, &spans);
+            let idx = reg.lookup(args.arg(0)).expect("command");
+            reg.entry(idx).spec.key_positions(&args)
+        };
+        assert_eq!(keys(b"ZUNIONSTORE dst 2 a b WEIGHTS 1 2"), vec![1, 3, 4]);
+        assert_eq!(keys(b"ZUNION 3 a b c"), vec![2, 3, 4]);
+        assert_eq!(keys(b"LMPOP 2 a b LEFT"), vec![2, 3]);
+        assert_eq!(keys(b"SINTERCARD 5 a b"), vec![2, 3], "bounded by argc");
+        assert_eq!(keys(b"ZUNION x a"), Vec::<usize>::new());
+        assert_eq!(keys(b"MSET a 1 b 2"), vec![1, 3]);
     }
 }

@@ -15,14 +15,15 @@ pub const EMBSTR_LIMIT: usize = 44;
 pub enum Value {
     /// A Redis string (also used by bitmaps and HyperLogLog).
     String(RString),
-    /// A list.
-    List(List),
+    /// A list (boxed, like every collection, so a key's slot stays small: strings are the
+    /// common case and keep [`Value`] at 32 bytes).
+    List(Box<List>),
     /// A hash.
-    Hash(Hash),
+    Hash(Box<Hash>),
     /// A set.
-    Set(Set),
+    Set(Box<Set>),
     /// A sorted set.
-    ZSet(ZSet),
+    ZSet(Box<ZSet>),
 }
 
 impl Value {
@@ -246,5 +247,14 @@ mod tests {
         assert_eq!(e.to_vec(), b"hello world");
         let big = RString::from_bytes(&[b'x'; 45]);
         assert_eq!(big.encoding(), "raw");
+    }
+}
+
+#[cfg(test)]
+mod size_tests {
+    /// Every key's table slot holds a Value: keep it as small as a string's.
+    #[test]
+    fn value_stays_small() {
+        assert!(std::mem::size_of::<super::Value>() <= 32);
     }
 }

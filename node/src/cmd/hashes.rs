@@ -13,7 +13,7 @@ use storage::pattern::glob_match;
 use storage::value::parse_canonical_i64;
 use storage::Value;
 
-use crate::cmd::util::{is, parse_i64};
+use crate::cmd::util::{is, parse_cursor, parse_i64};
 use crate::ctx::Ctx;
 use crate::error::{CmdError, CmdResult};
 use crate::registry::{flags::*, CommandSpec, Group};
@@ -122,7 +122,7 @@ fn write<R>(
             let mut h = Hash::new();
             let r = f(&mut h)?;
             if !h.is_empty() {
-                g.insert(Value::Hash(h), 0);
+                g.insert(Value::Hash(Box::new(h)), 0);
             }
             Ok(r)
         }
@@ -430,34 +430,6 @@ fn hrandfield(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
 // ------------------------------------------------------------------------------------------
 // HSCAN
 
-/// Parses a SCAN cursor as Redis's `strtoul` rule: optional sign (a negative value wraps),
-/// decimal digits, no spaces, no overflow; otherwise `ERR invalid cursor`.
-fn parse_cursor(b: &[u8]) -> Result<u64, CmdError> {
-    if b.is_empty() {
-        return Ok(0);
-    }
-    let invalid = || CmdError::err("invalid cursor");
-    let (neg, digits) = match b[0] {
-        b'-' => (true, &b[1..]),
-        b'+' => (false, &b[1..]),
-        _ => (false, b),
-    };
-    if digits.is_empty() {
-        return Err(invalid());
-    }
-    let mut v: u64 = 0;
-    for &c in digits {
-        if !c.is_ascii_digit() {
-            return Err(invalid());
-        }
-        v = v
-            .checked_mul(10)
-            .and_then(|v| v.checked_add(u64::from(c - b'0')))
-            .ok_or_else(invalid)?;
-    }
-    Ok(if neg { v.wrapping_neg() } else { v })
-}
-
 fn hscan(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
     let cursor = parse_cursor(args.arg(2))?;
     let mut g = ctx.lock(args.arg(1));
@@ -503,20 +475,4 @@ fn hscan(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
         out.bulk(v);
     }
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn cursors() {
-        assert_eq!(parse_cursor(b"0").ok(), Some(0));
-        assert_eq!(parse_cursor(b"").ok(), Some(0));
-        assert_eq!(parse_cursor(b"+12").ok(), Some(12));
-        assert_eq!(parse_cursor(b"-1").ok(), Some(u64::MAX));
-        assert!(parse_cursor(b"x").is_err());
-        assert!(parse_cursor(b" 1").is_err());
-        assert!(parse_cursor(b"18446744073709551616").is_err());
-    }
 }

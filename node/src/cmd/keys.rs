@@ -9,7 +9,7 @@ use resp::Args;
 use storage::pattern::glob_match;
 use storage::{Entry, Value};
 
-use crate::cmd::util::{is, parse_i64, reply_help};
+use crate::cmd::util::{is, parse_cursor, parse_i64, reply_help};
 use crate::ctx::Ctx;
 use crate::error::{CmdError, CmdResult};
 use crate::registry::{flags::*, CommandSpec, Group};
@@ -170,32 +170,6 @@ fn keys(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
         ctx.out.bulk(k);
     }
     Ok(())
-}
-
-/// Parses a SCAN cursor as Redis 7.2's `parseScanCursorOrReply` (`strtoul` in base 10):
-/// an optional sign and decimal digits, no leading space, no trailing garbage, no
-/// overflow; a `-` negates modulo 2^64 and the empty string is cursor 0.
-fn parse_cursor(b: &[u8]) -> Result<u64, CmdError> {
-    let invalid = || CmdError::err("invalid cursor");
-    if b.is_empty() {
-        return Ok(0);
-    }
-    let (neg, digits) = match b[0] {
-        b'-' => (true, &b[1..]),
-        b'+' => (false, &b[1..]),
-        _ => (false, b),
-    };
-    if digits.is_empty() || !digits.iter().all(u8::is_ascii_digit) {
-        return Err(invalid());
-    }
-    let mut v: u64 = 0;
-    for &c in digits {
-        v = v
-            .checked_mul(10)
-            .and_then(|v| v.checked_add(u64::from(c - b'0')))
-            .ok_or_else(invalid)?;
-    }
-    Ok(if neg { v.wrapping_neg() } else { v })
 }
 
 fn scan(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
@@ -419,27 +393,4 @@ fn object_help(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
     ];
     reply_help(ctx.out, args.arg(0), LINES);
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::parse_cursor;
-
-    #[test]
-    fn cursors() {
-        assert_eq!(parse_cursor(b"0").ok(), Some(0));
-        assert_eq!(parse_cursor(b"18446744073709551615").ok(), Some(u64::MAX));
-        assert_eq!(parse_cursor(b"007").ok(), Some(7));
-        assert_eq!(parse_cursor(b"+5").ok(), Some(5));
-        assert_eq!(parse_cursor(b"-1").ok(), Some(u64::MAX));
-        assert_eq!(parse_cursor(b"-0").ok(), Some(0));
-        assert_eq!(parse_cursor(b"").ok(), Some(0));
-        assert!(parse_cursor(b"18446744073709551616").is_err());
-        assert!(parse_cursor(b"-18446744073709551616").is_err());
-        assert!(parse_cursor(b"abc").is_err());
-        assert!(parse_cursor(b"-").is_err());
-        assert!(parse_cursor(b"1 ").is_err());
-        assert!(parse_cursor(b" 1").is_err());
-        assert!(parse_cursor(b"0x10").is_err());
-    }
 }

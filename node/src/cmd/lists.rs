@@ -54,7 +54,8 @@ pub static COMMANDS: &[CommandSpec] = &[
     CommandSpec::new("lmpop", -4, WRITE | MOVABLE_KEYS, (0, 0, 0), L, lmpop).doc(
         "Returns multiple elements from a list after removing them. Deletes the list if the last element was popped.",
         "7.0.0",
-    ),
+    )
+    .numkeys(1),
 ];
 
 // ------------------------------------------------------------------------------------------
@@ -166,7 +167,7 @@ fn push_generic(ctx: &mut Ctx<'_>, args: Args<'_>, tail: bool, only_existing: bo
                 }
             }
             let n = l.len();
-            g.insert(Value::List(l), 0);
+            g.insert(Value::List(Box::new(l)), 0);
             n
         }
     };
@@ -550,7 +551,7 @@ fn move_generic(
         None => {
             let mut l = List::new();
             l.push_owned(value, to_tail);
-            g.insert(db, dst, Value::List(l), 0);
+            g.insert(db, dst, Value::List(Box::new(l)), 0);
         }
     }
     drop(g);

@@ -1260,7 +1260,7 @@ fn getkeys(ctx: &mut Ctx<'_>, args: Args<'_>, with_flags: bool) -> CmdResult {
         top
     };
     let spec = reg.entry(idx).spec;
-    if spec.first_key <= 0 {
+    if !spec.has_keys() {
         return Err(CmdError::err("The command has no key arguments"));
     }
     if !spec.arity_ok(cmd.len()) {
@@ -1268,7 +1268,7 @@ fn getkeys(ctx: &mut Ctx<'_>, args: Args<'_>, with_flags: bool) -> CmdResult {
             "Invalid number of arguments specified for command",
         ));
     }
-    let positions = spec.key_positions(cmd.len());
+    let positions = spec.key_positions(&cmd);
     if positions.is_empty() {
         return Err(CmdError::err("Invalid arguments specified for command"));
     }

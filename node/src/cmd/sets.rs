@@ -11,7 +11,7 @@ use storage::pattern::glob_match;
 use storage::set::Set;
 use storage::Value;
 
-use crate::cmd::util::{is, parse_i64};
+use crate::cmd::util::{is, parse_cursor, parse_i64};
 use crate::ctx::Ctx;
 use crate::error::{CmdError, CmdResult};
 use crate::registry::{flags::*, CommandSpec, Group};
@@ -41,7 +41,8 @@ pub static COMMANDS: &[CommandSpec] = &[
     CommandSpec::new("smove", 4, WRITE | FAST, (1, 2, 1), G, smove).doc("Moves a member from one set to another.", "1.0.0"),
     CommandSpec::new("sinter", -2, READONLY, (1, -1, 1), G, sinter).doc("Returns the intersect of multiple sets.", "1.0.0"),
     CommandSpec::new("sintercard", -3, READONLY | MOVABLE_KEYS, (0, 0, 0), G, sintercard)
-        .doc("Returns the number of members of the intersect of multiple sets.", "7.0.0"),
+        .doc("Returns the number of members of the intersect of multiple sets.", "7.0.0")
+    .numkeys(1),
     CommandSpec::new("sinterstore", -3, WRITE | DENYOOM, (1, -1, 1), G, sinterstore)
         .doc("Stores the intersect of multiple sets in a key.", "1.0.0"),
     CommandSpec::new("sunion", -2, READONLY, (1, -1, 1), G, sunion).doc("Returns the union of multiple sets.", "1.0.0"),
@@ -81,7 +82,7 @@ fn sadd(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
         None => {
             let mut s = Set::for_member(args.arg(2), members.len());
             let n = members.iter().filter(|m| s.insert(m)).count();
-            g.insert(Value::Set(s), 0);
+            g.insert(Value::Set(Box::new(s)), 0);
             n
         }
     };
@@ -326,7 +327,7 @@ fn smove(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
             } else {
                 let mut d = Set::for_member(m, 1);
                 d.insert(m);
-                g.insert(db, dst, Value::Set(d), 0);
+                g.insert(db, dst, Value::Set(Box::new(d)), 0);
             }
         }
         removed
@@ -374,7 +375,7 @@ fn combine(ctx: &mut Ctx<'_>, keys: Args<'_>, op: Op, dst: Option<&[u8]>) -> Res
                     .min_by_key(|(_, s)| s.unwrap_or(0))
                     .unwrap_or((0, &None));
                 let mut acc = match g.peek(db, keys.arg(first)).map(|e| &e.value) {
-                    Some(Value::Set(s)) => s.clone(),
+                    Some(Value::Set(s)) => Set::clone(s),
                     _ => Set::default(),
                 };
                 for (j, k) in keys.iter().enumerate() {
@@ -401,7 +402,7 @@ fn combine(ctx: &mut Ctx<'_>, keys: Args<'_>, op: Op, dst: Option<&[u8]>) -> Res
         }
         Op::Diff => {
             let mut acc = match g.peek(db, keys.arg(0)).map(|e| &e.value) {
-                Some(Value::Set(s)) => s.clone(),
+                Some(Value::Set(s)) => Set::clone(s),
                 _ => Set::default(),
             };
             for k in keys.slice(1) {
@@ -426,7 +427,7 @@ fn combine(ctx: &mut Ctx<'_>, keys: Args<'_>, op: Op, dst: Option<&[u8]>) -> Res
             for e in result.iter() {
                 stored.insert_elem(e);
             }
-            g.insert(db, d, Value::Set(stored), 0);
+            g.insert(db, d, Value::Set(Box::new(stored)), 0);
         }
         drop(g);
         ctx.out.int(n as i64);
@@ -523,7 +524,7 @@ fn sintercard(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
         .min_by_key(|(_, s)| s.unwrap_or(0))
         .map_or(0, |(i, _)| i);
     let mut acc = match g.peek(db, keys[first]).map(|e| &e.value) {
-        Some(Value::Set(s)) => s.clone(),
+        Some(Value::Set(s)) => Set::clone(s),
         _ => Set::default(),
     };
     for (j, k) in keys.iter().enumerate() {
@@ -542,30 +543,6 @@ fn sintercard(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
     };
     ctx.out.int(n as i64);
     Ok(())
-}
-
-/// Parses a SCAN cursor as Redis 7.2 (`strtoul` base 10 with sign; empty is 0).
-fn parse_cursor(b: &[u8]) -> Result<u64, CmdError> {
-    let invalid = || CmdError::err("invalid cursor");
-    if b.is_empty() {
-        return Ok(0);
-    }
-    let (neg, digits) = match b[0] {
-        b'-' => (true, &b[1..]),
-        b'+' => (false, &b[1..]),
-        _ => (false, b),
-    };
-    if digits.is_empty() || !digits.iter().all(u8::is_ascii_digit) {
-        return Err(invalid());
-    }
-    let mut v: u64 = 0;
-    for &c in digits {
-        v = v
-            .checked_mul(10)
-            .and_then(|v| v.checked_add(u64::from(c - b'0')))
-            .ok_or_else(invalid)?;
-    }
-    Ok(if neg { v.wrapping_neg() } else { v })
 }
 
 /// SSCAN. Compact forms are returned whole with cursor 0, as Redis does. A `hashtable`

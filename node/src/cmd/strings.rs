@@ -1056,7 +1056,11 @@ mod tests {
             assert!(!spec.summary.is_empty(), "{name}");
         }
         let mset = &COMMANDS[9];
-        assert_eq!(mset.key_positions(7), vec![1, 3, 5]);
+        let (data, spans) = crate::registry::tests::split(b"MSET a 1 b 2 c 3");
+        assert_eq!(
+            mset.key_positions(&resp::Args::new(&data, &spans)),
+            vec![1, 3, 5]
+        );
     }
 
     #[test]

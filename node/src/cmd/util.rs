@@ -66,6 +66,32 @@ pub fn reply_help(out: &mut resp::ReplyWriter, cmd: &[u8], lines: &[&str]) {
     out.simple(b"    Prints this help.");
 }
 
+/// Parses a SCAN-family cursor as Redis 7.2 does (`strtoul` base 10: optional sign, a
+/// negative value wraps, empty is 0; spaces, other text or overflow give
+/// `ERR invalid cursor`).
+pub fn parse_cursor(b: &[u8]) -> Result<u64, CmdError> {
+    let invalid = || CmdError::err("invalid cursor");
+    if b.is_empty() {
+        return Ok(0);
+    }
+    let (neg, digits) = match b[0] {
+        b'-' => (true, &b[1..]),
+        b'+' => (false, &b[1..]),
+        _ => (false, b),
+    };
+    if digits.is_empty() || !digits.iter().all(u8::is_ascii_digit) {
+        return Err(invalid());
+    }
+    let mut v: u64 = 0;
+    for &c in digits {
+        v = v
+            .checked_mul(10)
+            .and_then(|v| v.checked_add(u64::from(c - b'0')))
+            .ok_or_else(invalid)?;
+    }
+    Ok(if neg { v.wrapping_neg() } else { v })
+}
+
 /// Case-insensitive ASCII comparison of an argument with an option name.
 #[inline]
 pub fn is(arg: &[u8], name: &str) -> bool {
@@ -127,6 +153,24 @@ pub fn deadline(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cursors() {
+        assert_eq!(parse_cursor(b"0").ok(), Some(0));
+        assert_eq!(parse_cursor(b"18446744073709551615").ok(), Some(u64::MAX));
+        assert_eq!(parse_cursor(b"007").ok(), Some(7));
+        assert_eq!(parse_cursor(b"+5").ok(), Some(5));
+        assert_eq!(parse_cursor(b"-1").ok(), Some(u64::MAX));
+        assert_eq!(parse_cursor(b"-0").ok(), Some(0));
+        assert_eq!(parse_cursor(b"").ok(), Some(0));
+        assert!(parse_cursor(b"18446744073709551616").is_err());
+        assert!(parse_cursor(b"-18446744073709551616").is_err());
+        assert!(parse_cursor(b"abc").is_err());
+        assert!(parse_cursor(b"-").is_err());
+        assert!(parse_cursor(b"1 ").is_err());
+        assert!(parse_cursor(b" 1").is_err());
+        assert!(parse_cursor(b"0x10").is_err());
+    }
 
     #[test]
     fn floats() {

@@ -15,7 +15,7 @@ use storage::pattern::glob_match;
 use storage::zset::{AddResult, ZSet};
 use storage::Value;
 
-use crate::cmd::util::{is, parse_f64, parse_float, parse_i64};
+use crate::cmd::util::{is, parse_cursor, parse_f64, parse_float, parse_i64};
 use crate::ctx::Ctx;
 use crate::error::{CmdError, CmdResult};
 use crate::registry::{flags::*, CommandSpec, Group};
@@ -87,23 +87,31 @@ pub static COMMANDS: &[CommandSpec] = &[
     CommandSpec::new("zscan", -3, READONLY, (1, 1, 1), Z, zscan)
         .doc("Iterates over members and scores of a sorted set.", "2.8.0"),
     CommandSpec::new("zunion", -3, READONLY | MOVABLE_KEYS, (0, 0, 0), Z, zunion)
-        .doc("Returns the union of multiple sorted sets.", "6.2.0"),
+        .doc("Returns the union of multiple sorted sets.", "6.2.0")
+    .numkeys(1),
     CommandSpec::new("zunionstore", -4, WRITE | DENYOOM | MOVABLE_KEYS, (1, 1, 1), Z, zunionstore)
-        .doc("Stores the union of multiple sorted sets in a key.", "2.0.0"),
+        .doc("Stores the union of multiple sorted sets in a key.", "2.0.0")
+    .numkeys(2),
     CommandSpec::new("zinter", -3, READONLY | MOVABLE_KEYS, (0, 0, 0), Z, zinter)
-        .doc("Returns the intersect of multiple sorted sets.", "6.2.0"),
+        .doc("Returns the intersect of multiple sorted sets.", "6.2.0")
+    .numkeys(1),
     CommandSpec::new("zinterstore", -4, WRITE | DENYOOM | MOVABLE_KEYS, (1, 1, 1), Z, zinterstore)
-        .doc("Stores the intersect of multiple sorted sets in a key.", "2.0.0"),
+        .doc("Stores the intersect of multiple sorted sets in a key.", "2.0.0")
+    .numkeys(2),
     CommandSpec::new("zdiff", -3, READONLY | MOVABLE_KEYS, (0, 0, 0), Z, zdiff)
-        .doc("Returns the difference between multiple sorted sets.", "6.2.0"),
+        .doc("Returns the difference between multiple sorted sets.", "6.2.0")
+    .numkeys(1),
     CommandSpec::new("zdiffstore", -4, WRITE | DENYOOM | MOVABLE_KEYS, (1, 1, 1), Z, zdiffstore)
-        .doc("Stores the difference of multiple sorted sets in a key.", "6.2.0"),
+        .doc("Stores the difference of multiple sorted sets in a key.", "6.2.0")
+    .numkeys(2),
     CommandSpec::new("zintercard", -3, READONLY | MOVABLE_KEYS, (0, 0, 0), Z, zintercard)
-        .doc("Returns the number of members of the intersect of multiple sorted sets.", "7.0.0"),
+        .doc("Returns the number of members of the intersect of multiple sorted sets.", "7.0.0")
+    .numkeys(1),
     CommandSpec::new("zmpop", -4, WRITE | MOVABLE_KEYS, (0, 0, 0), Z, zmpop).doc(
         "Returns the highest- or lowest-scoring members from one or more sorted sets after removing them. Deletes the sorted set if the last member was popped.",
         "7.0.0",
-    ),
+    )
+    .numkeys(1),
 ];
 
 // ------------------------------------------------------------------------------------------
@@ -517,7 +525,10 @@ fn zadd(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
             }
             return Ok(());
         }
-        g.insert(Value::ZSet(ZSet::with_hint(pairs.len(), max_len)), 0);
+        g.insert(
+            Value::ZSet(Box::new(ZSet::with_hint(pairs.len(), max_len))),
+            0,
+        );
         created = true;
     }
     let Some(e) = g.get() else {
@@ -574,7 +585,7 @@ fn zincrby(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
             false
         }
         None => {
-            g.insert(Value::ZSet(ZSet::with_hint(1, member.len())), 0);
+            g.insert(Value::ZSet(Box::new(ZSet::with_hint(1, member.len()))), 0);
             true
         }
     };
@@ -892,7 +903,7 @@ fn store(g: &mut storage::MultiGuard<'_>, db: usize, dst: &[u8], items: &[(Vec<u
     if items.is_empty() {
         g.remove(db, dst);
     } else {
-        g.insert(db, dst, Value::ZSet(build(items)), 0);
+        g.insert(db, dst, Value::ZSet(Box::new(build(items))), 0);
     }
 }
 
@@ -1074,10 +1085,7 @@ fn zrandmember(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
 }
 
 fn zscan(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
-    let cursor = std::str::from_utf8(args.arg(2))
-        .ok()
-        .and_then(|s| s.parse::<u64>().ok())
-        .ok_or_else(|| CmdError::err("invalid cursor"))?;
+    let cursor = parse_cursor(args.arg(2))?;
     let mut count = 10usize;
     let mut pattern: Option<&[u8]> = None;
     let mut i = 3;
