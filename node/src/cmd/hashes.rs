@@ -13,7 +13,7 @@ use storage::pattern::glob_match;
 use storage::value::parse_canonical_i64;
 use storage::Value;
 
-use crate::cmd::util::{is, parse_cursor, parse_i64};
+use crate::cmd::util::{is, parse_cursor, parse_i64, parse_scan_opts, ScanOpts};
 use crate::ctx::Ctx;
 use crate::error::{CmdError, CmdResult};
 use crate::registry::{flags::*, CommandSpec, Group};
@@ -443,26 +443,7 @@ fn hscan(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
     };
     ctx.hit(true);
     let h = as_hash(&e.value)?;
-    let mut count = 10usize;
-    let mut pattern: Option<&[u8]> = None;
-    let mut i = 3;
-    while i < args.len() {
-        let more = args.len() - i >= 2;
-        if more && is(args.arg(i), "count") {
-            let c = parse_i64(args.arg(i + 1))?;
-            if c < 1 {
-                return Err(CmdError::Syntax);
-            }
-            count = usize::try_from(c).unwrap_or(usize::MAX);
-            i += 2;
-        } else if more && is(args.arg(i), "match") {
-            let p = args.arg(i + 1);
-            pattern = (p != b"*").then_some(p);
-            i += 2;
-        } else {
-            return Err(CmdError::Syntax);
-        }
-    }
+    let ScanOpts { count, pattern, .. } = parse_scan_opts(&args, 3, false)?;
     let page = h.scan(cursor, count);
     let keep = |f: &[u8]| pattern.is_none_or(|p| glob_match(p, f, false));
     let n = page.pairs.iter().filter(|(f, _)| keep(f)).count();

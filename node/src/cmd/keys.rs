@@ -9,7 +9,7 @@ use resp::Args;
 use storage::pattern::glob_match;
 use storage::{Entry, Value};
 
-use crate::cmd::util::{is, parse_cursor, parse_i64, reply_help};
+use crate::cmd::util::{is, parse_cursor, parse_i64, parse_scan_opts, reply_help, ScanOpts};
 use crate::ctx::Ctx;
 use crate::error::{CmdError, CmdResult};
 use crate::registry::{flags::*, CommandSpec, Group};
@@ -174,29 +174,11 @@ fn keys(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
 
 fn scan(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
     let cursor = parse_cursor(args.arg(1))?;
-    let mut count = 10usize;
-    let mut pattern: Option<&[u8]> = None;
-    let mut type_name: Option<&[u8]> = None;
-    let mut i = 2;
-    while i < args.len() {
-        let more = args.len() - i - 1;
-        let opt = args.arg(i);
-        if is(opt, "count") && more >= 1 {
-            let n = parse_i64(args.arg(i + 1))?;
-            if n < 1 {
-                return Err(CmdError::Syntax);
-            }
-            count = usize::try_from(n).unwrap_or(usize::MAX);
-        } else if is(opt, "match") && more >= 1 {
-            let p = args.arg(i + 1);
-            pattern = (p != b"*").then_some(p);
-        } else if is(opt, "type") && more >= 1 {
-            type_name = Some(args.arg(i + 1));
-        } else {
-            return Err(CmdError::Syntax);
-        }
-        i += 2;
-    }
+    let ScanOpts {
+        count,
+        pattern,
+        type_name,
+    } = parse_scan_opts(&args, 2, true)?;
     let page = ctx.ks().scan(ctx.db(), cursor, count, ctx.now, |k, e| {
         pattern.is_none_or(|p| glob_match(p, k, false))
             && type_name.is_none_or(|t| t.eq_ignore_ascii_case(e.value.type_name().as_bytes()))

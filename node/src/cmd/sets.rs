@@ -11,7 +11,7 @@ use storage::pattern::glob_match;
 use storage::set::Set;
 use storage::Value;
 
-use crate::cmd::util::{is, parse_cursor, parse_i64};
+use crate::cmd::util::{is, parse_cursor, parse_i64, parse_scan_opts, ScanOpts};
 use crate::ctx::Ctx;
 use crate::error::{CmdError, CmdResult};
 use crate::registry::{flags::*, CommandSpec, Group};
@@ -551,9 +551,6 @@ fn sintercard(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
 /// leaves the unvisited range and every member present throughout is returned.
 fn sscan(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
     let cursor = parse_cursor(args.arg(2))?;
-    let mut count = 10usize;
-    let mut pattern: Option<&[u8]> = None;
-    let mut i = 3;
     let key = args.arg(1);
     // Type check comes before the options, as in Redis.
     {
@@ -562,23 +559,7 @@ fn sscan(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
             as_set(&mut e.value)?;
         }
     }
-    while i < args.len() {
-        let opt = args.arg(i);
-        let more = args.len() - i - 1;
-        if is(opt, "count") && more >= 1 {
-            let n = parse_i64(args.arg(i + 1))?;
-            if n < 1 {
-                return Err(CmdError::Syntax);
-            }
-            count = usize::try_from(n).unwrap_or(usize::MAX);
-        } else if is(opt, "match") && more >= 1 {
-            let p = args.arg(i + 1);
-            pattern = (p != b"*").then_some(p);
-        } else {
-            return Err(CmdError::Syntax);
-        }
-        i += 2;
-    }
+    let ScanOpts { count, pattern, .. } = parse_scan_opts(&args, 3, false)?;
     read(ctx, key, |ctx, s| {
         let keep = |b: &[u8]| pattern.is_none_or(|p| glob_match(p, b, false));
         let mut found: Vec<Vec<u8>> = Vec::new();

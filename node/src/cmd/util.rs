@@ -92,6 +92,51 @@ pub fn parse_cursor(b: &[u8]) -> Result<u64, CmdError> {
     Ok(if neg { v.wrapping_neg() } else { v })
 }
 
+/// The options of SCAN, HSCAN, SSCAN and ZSCAN after the cursor.
+#[derive(Debug, Clone, Copy)]
+pub struct ScanOpts<'a> {
+    /// COUNT (default 10).
+    pub count: usize,
+    /// MATCH pattern; `None` for none or `*`.
+    pub pattern: Option<&'a [u8]>,
+    /// TYPE filter (SCAN only).
+    pub type_name: Option<&'a [u8]>,
+}
+
+/// Parses `[MATCH p] [COUNT n] [TYPE t]` from `args[from..]` as Redis does (`COUNT < 1` and
+/// unknown options are syntax errors; TYPE only where `allow_type`).
+pub fn parse_scan_opts<'a>(
+    args: &resp::Args<'a>,
+    from: usize,
+    allow_type: bool,
+) -> Result<ScanOpts<'a>, CmdError> {
+    let mut o = ScanOpts {
+        count: 10,
+        pattern: None,
+        type_name: None,
+    };
+    let mut i = from;
+    while i < args.len() {
+        let (opt, has_value) = (args.arg(i), i + 1 < args.len());
+        let value = args.arg(i + 1);
+        if is(opt, "count") && has_value {
+            let n = parse_i64(value)?;
+            if n < 1 {
+                return Err(CmdError::Syntax);
+            }
+            o.count = usize::try_from(n).unwrap_or(usize::MAX);
+        } else if is(opt, "match") && has_value {
+            o.pattern = (value != b"*").then_some(value);
+        } else if is(opt, "type") && has_value && allow_type {
+            o.type_name = Some(value);
+        } else {
+            return Err(CmdError::Syntax);
+        }
+        i += 2;
+    }
+    Ok(o)
+}
+
 /// Case-insensitive ASCII comparison of an argument with an option name.
 #[inline]
 pub fn is(arg: &[u8], name: &str) -> bool {

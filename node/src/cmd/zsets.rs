@@ -15,7 +15,9 @@ use storage::pattern::glob_match;
 use storage::zset::{AddResult, ZSet};
 use storage::Value;
 
-use crate::cmd::util::{is, parse_cursor, parse_f64, parse_float, parse_i64};
+use crate::cmd::util::{
+    is, parse_cursor, parse_f64, parse_float, parse_i64, parse_scan_opts, ScanOpts,
+};
 use crate::ctx::Ctx;
 use crate::error::{CmdError, CmdResult};
 use crate::registry::{flags::*, CommandSpec, Group};
@@ -1086,26 +1088,7 @@ fn zrandmember(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
 
 fn zscan(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
     let cursor = parse_cursor(args.arg(2))?;
-    let mut count = 10usize;
-    let mut pattern: Option<&[u8]> = None;
-    let mut i = 3;
-    while i < args.len() {
-        let more = args.len() - i - 1;
-        let opt = args.arg(i);
-        if is(opt, "count") && more >= 1 {
-            let n = parse_i64(args.arg(i + 1))?;
-            if n < 1 {
-                return Err(CmdError::Syntax);
-            }
-            count = usize::try_from(n).unwrap_or(usize::MAX);
-        } else if is(opt, "match") && more >= 1 {
-            let p = args.arg(i + 1);
-            pattern = (p != b"*").then_some(p);
-        } else {
-            return Err(CmdError::Syntax);
-        }
-        i += 2;
-    }
+    let ScanOpts { count, pattern, .. } = parse_scan_opts(&args, 3, false)?;
     read(ctx, args.arg(1), |ctx, z| {
         let Some(z) = z else {
             ctx.out.array(2);
