@@ -403,6 +403,35 @@ impl ZSet {
         }
     }
 
+    /// One ZSCAN page from `cursor`. The small form comes back whole with cursor 0 (as
+    /// Redis does for a listpack); the big form is walked in member-hash order, so a member
+    /// present for the whole scan is returned exactly once however others are added,
+    /// removed or re-scored. Returns (next cursor, 0 when done; members with scores).
+    pub fn scan(&self, cursor: u64, count: usize) -> (u64, Vec<(&[u8], f64)>) {
+        let Repr::Big(big) = &self.repr else {
+            return (0, self.iter().collect());
+        };
+        use std::hash::BuildHasher;
+        let hasher = big.map.hasher();
+        let mut found: Vec<(u64, &[u8], f64)> = big
+            .map
+            .iter()
+            .filter_map(|(m, &s)| {
+                let h = hasher.hash_one(&**m);
+                (h >= cursor).then_some((h, &**m, s))
+            })
+            .collect();
+        found.sort_unstable_by_key(|x| x.0);
+        let mut end = count.max(1).min(found.len());
+        // Members sharing a hash go in the same page so the cursor can move past them.
+        while end > 0 && end < found.len() && found[end].0 == found[end - 1].0 {
+            end += 1;
+        }
+        let next = found.get(end).map_or(0, |x| x.0);
+        found.truncate(end);
+        (next, found.into_iter().map(|(_, m, s)| (m, s)).collect())
+    }
+
     /// All items in ascending order.
     pub fn iter(&self) -> Box<dyn DoubleEndedIterator<Item = (&[u8], f64)> + '_> {
         self.range(0, self.len())
@@ -433,6 +462,36 @@ impl ZSet {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn scan_returns_members_present_throughout_despite_churn() {
+        let mut z = ZSet::new();
+        for i in 0..1000 {
+            z.add(format!("stable:{i}").as_bytes(), i as f64);
+        }
+        assert_eq!(z.encoding(), "skiplist");
+        let mut seen = std::collections::HashSet::new();
+        let (mut cursor, mut round) = (0u64, 0);
+        loop {
+            let (next, page) = z.scan(cursor, 10);
+            for (m, _) in page {
+                assert!(seen.insert(m.to_vec()), "member returned twice");
+            }
+            // Churn between calls: remove low-ranked members and add new ones.
+            for j in 0..5 {
+                z.remove(format!("churn:{}:{j}", round.max(1) - 1).as_bytes());
+                z.add(format!("churn:{round}:{j}").as_bytes(), -1.0);
+            }
+            round += 1;
+            if next == 0 {
+                break;
+            }
+            cursor = next;
+        }
+        for i in 0..1000 {
+            assert!(seen.contains(format!("stable:{i}").as_bytes()));
+        }
+    }
 
     #[test]
     fn small_and_big_agree() {

@@ -1096,17 +1096,9 @@ fn zscan(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
             ctx.out.array(0);
             return Ok(());
         };
-        let n = z.len();
-        // The small encoding is returned whole, as Redis does for a listpack.
-        let (a, b) = if z.encoding() == "listpack" {
-            (0, n)
-        } else {
-            let a = usize::try_from(cursor).unwrap_or(usize::MAX).min(n);
-            (a, a.saturating_add(count).min(n))
-        };
-        let next = if b >= n { 0 } else { b as u64 };
-        let items: Vec<(&[u8], f64)> = z
-            .range(a, b)
+        let (next, page) = z.scan(cursor, count);
+        let items: Vec<(&[u8], f64)> = page
+            .into_iter()
             .filter(|(m, _)| pattern.is_none_or(|p| glob_match(p, m, false)))
             .collect();
         ctx.out.array(2);
