@@ -93,6 +93,12 @@ pub enum Group {
     Set,
     /// Sorted sets.
     SortedSet,
+    /// Bitmaps (bit operations on strings).
+    Bitmap,
+    /// HyperLogLog.
+    HyperLogLog,
+    /// Geospatial indexes (sorted sets of geohashes).
+    Geo,
 }
 
 impl Group {
@@ -107,6 +113,9 @@ impl Group {
             Group::Hash => "hash",
             Group::Set => "set",
             Group::SortedSet => "sorted-set",
+            Group::Bitmap => "bitmap",
+            Group::HyperLogLog => "hyperloglog",
+            Group::Geo => "geo",
         }
     }
 }
@@ -250,6 +259,9 @@ impl CommandSpec {
             Group::Hash => v.push("hash"),
             Group::Set => v.push("set"),
             Group::SortedSet => v.push("sortedset"),
+            Group::Bitmap => v.push("bitmap"),
+            Group::HyperLogLog => v.push("hyperloglog"),
+            Group::Geo => v.push("geo"),
         }
         v
     }

@@ -2,13 +2,17 @@
 //! flags, key positions, group, handler) next to the handlers; [`families`] is the only
 //! list that names them.
 
+pub mod bitmaps;
 pub mod connection;
 pub mod expiry;
+pub mod geo;
 pub mod hashes;
+pub mod hll;
 pub mod keys;
 pub mod lists;
 pub mod server;
 pub mod sets;
+pub mod sort;
 pub mod strings;
 pub mod util;
 pub mod zsets;
@@ -27,5 +31,9 @@ pub fn families() -> Vec<&'static [CommandSpec]> {
         hashes::COMMANDS,
         sets::COMMANDS,
         zsets::COMMANDS,
+        bitmaps::COMMANDS,
+        hll::COMMANDS,
+        geo::COMMANDS,
+        sort::COMMANDS,
     ]
 }
