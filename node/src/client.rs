@@ -150,6 +150,23 @@ pub struct Client {
     pub reply_mode: ReplyMode,
     /// Close the connection once the current reply is written (QUIT, protocol errors).
     pub close_after_reply: bool,
+    /// What a blocking command does when it finds nothing.
+    pub block_mode: BlockMode,
+    /// Set by a handler that asks to block.
+    pub block_request: Option<crate::blocking::BlockRequest>,
+    /// Keys written that blocked clients may wait on, beyond the command's own keys.
+    pub ready_keys: crate::blocking::ReadyKeys,
+}
+
+/// What a blocking command does when there is nothing to take.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BlockMode {
+    /// Block (a normal client).
+    Normal,
+    /// Answer as on timeout at once (inside MULTI/EXEC or a script).
+    NoBlock,
+    /// Run again for a blocked client: ask to block again, the registry keeps it waiting.
+    Retry,
 }
 
 impl Client {
@@ -161,6 +178,9 @@ impl Client {
             authenticated,
             reply_mode: ReplyMode::On,
             close_after_reply: false,
+            block_mode: BlockMode::Normal,
+            block_request: None,
+            ready_keys: Vec::new(),
         }
     }
 

@@ -9,8 +9,10 @@ use resp::{Args, Limits, Protocol, ReplyWriter, RequestKind, RequestParser};
 use storage::clock;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
+use tokio::sync::oneshot;
 use tracing::debug;
 
+use crate::blocking::{TimeoutReply, Waiter, Wake};
 use crate::client::{Client, ClientInfo, ReplyMode};
 use crate::ctx::Ctx;
 use crate::error::CmdError;
@@ -152,7 +154,7 @@ impl Conn {
                             RequestKind::Multibulk => &self.rbuf[start..],
                         };
                         let args = Args::new(data, &self.spans);
-                        execute(
+                        let blocked = execute(
                             &self.server,
                             &self.stats,
                             &mut self.client,
@@ -160,6 +162,14 @@ impl Conn {
                             args,
                         )
                         .await;
+                        if let Some(b) = blocked {
+                            start += consumed;
+                            if self.wait_blocked(stream, b).await? {
+                                close = true;
+                                break;
+                            }
+                            continue;
+                        }
                     }
                     start += consumed;
                     if self.client.close_after_reply || self.client.info.killed.load(Relaxed) {
@@ -188,14 +198,117 @@ impl Conn {
     }
 }
 
+/// A command that asked to block, registered or about to be.
+struct Blocked {
+    waiter: Waiter,
+    rx: oneshot::Receiver<Wake>,
+    deadline: Option<Instant>,
+    on_timeout: TimeoutReply,
+}
+
+impl Conn {
+    /// Blocks the connection until its command is served, times out, is unblocked, or the
+    /// client goes away (true: close). Input that arrives meanwhile is buffered.
+    async fn wait_blocked(&mut self, stream: &mut TcpStream, b: Blocked) -> std::io::Result<bool> {
+        self.flush(stream).await?;
+        let server = self.server.clone();
+        let id = self.client.id();
+        let Blocked {
+            waiter,
+            mut rx,
+            deadline,
+            on_timeout,
+        } = b;
+        if let Some(reply) = server.blocking.block(&server, &self.stats, waiter) {
+            self.out.buffer_mut().extend_from_slice(&reply);
+            self.after_block(&server);
+            return Ok(false);
+        }
+        let info = self.client.info.clone();
+        enum Ev {
+            Woken(Option<Wake>),
+            Timeout,
+            Gone,
+            Input,
+        }
+        loop {
+            let ev = {
+                let sleep = async {
+                    match deadline {
+                        Some(d) => tokio::time::sleep_until(d.into()).await,
+                        None => std::future::pending().await,
+                    }
+                };
+                tokio::select! {
+                    w = &mut rx => Ev::Woken(w.ok()),
+                    _ = sleep => Ev::Timeout,
+                    _ = info.kill_notify.notified() => Ev::Gone,
+                    r = stream.read_buf(&mut self.rbuf) => match r {
+                        Ok(0) | Err(_) => Ev::Gone,
+                        Ok(_) => Ev::Input,
+                    },
+                }
+            };
+            let wake = match ev {
+                Ev::Input => {
+                    if info.killed.load(Relaxed) {
+                        server.blocking.cancel(id);
+                        return Ok(true);
+                    }
+                    continue;
+                }
+                Ev::Gone => {
+                    if !server.blocking.cancel(id) {
+                        let _ = rx.await;
+                    }
+                    return Ok(true);
+                }
+                Ev::Timeout => {
+                    if server.blocking.cancel(id) {
+                        Wake::Timeout
+                    } else {
+                        match rx.await {
+                            Ok(w) => w,
+                            Err(_) => Wake::Timeout,
+                        }
+                    }
+                }
+                Ev::Woken(Some(w)) => w,
+                Ev::Woken(None) => Wake::Timeout,
+            };
+            match wake {
+                Wake::Served(reply) => self.out.buffer_mut().extend_from_slice(&reply),
+                Wake::Timeout => on_timeout.write(&mut self.out),
+                Wake::Error => {
+                    self.out
+                        .error("UNBLOCKED client unblocked via CLIENT UNBLOCK");
+                    WorkerStats::add(&self.stats.error_replies, 1);
+                }
+            }
+            self.after_block(&server);
+            return Ok(false);
+        }
+    }
+
+    /// Serves clients blocked on keys written by this client's served command.
+    fn after_block(&mut self, server: &Arc<Server>) {
+        if !self.client.ready_keys.is_empty() {
+            server
+                .blocking
+                .serve(server, &self.stats, &mut self.client.ready_keys);
+        }
+    }
+}
+
 /// Looks the command up, checks arity, auth and pause, runs it and accounts for it.
+/// Returns the block request of a command that found nothing to take.
 async fn execute(
     server: &Arc<Server>,
     stats: &WorkerStats,
     client: &mut Client,
     out: &mut ReplyWriter,
     args: Args<'_>,
-) {
+) -> Option<Blocked> {
     // CLIENT REPLY SKIP applies to the command after the SKIP.
     match client.reply_mode {
         ReplyMode::SkipNext => client.reply_mode = ReplyMode::Skipping,
@@ -236,6 +349,26 @@ async fn execute(
                     Some(h) => h(&mut ctx, args),
                     None => Err(CmdError::err("no handler")),
                 };
+                if let Some(req) = client.block_request.take() {
+                    if r.is_ok() {
+                        let (tx, rx) = oneshot::channel();
+                        let waiter = Waiter::new(client, out.protocol(), idx, args, req.keys, tx);
+                        return Some(Blocked {
+                            waiter,
+                            rx,
+                            deadline: req.deadline,
+                            on_timeout: req.on_timeout,
+                        });
+                    }
+                }
+                if spec.has(crate::registry::flags::WRITE) && server.blocking.active() {
+                    for p in spec.key_positions(&args) {
+                        client.ready_keys.push((client.db, args.arg(p).to_vec()));
+                    }
+                }
+                if !client.ready_keys.is_empty() {
+                    server.blocking.serve(server, stats, &mut client.ready_keys);
+                }
                 WorkerStats::add(&cstat.calls, 1);
                 WorkerStats::add(&cstat.usec, t0.elapsed().as_micros() as u64);
                 if r.is_err() {
@@ -254,6 +387,7 @@ async fn execute(
     if matches!(client.reply_mode, ReplyMode::Off | ReplyMode::Skipping) {
         out.truncate(mark);
     }
+    None
 }
 
 /// The registry index of the command (or subcommand) named by `args`.

@@ -6,7 +6,8 @@ use std::sync::Arc;
 use resp::ReplyWriter;
 use storage::{KeyGuard, Keyspace, MultiGuard};
 
-use crate::client::Client;
+use crate::blocking::{BlockRequest, TimeoutReply};
+use crate::client::{BlockMode, Client};
 use crate::server::Server;
 use crate::stats::WorkerStats;
 
@@ -45,6 +46,33 @@ impl<'a> Ctx<'a> {
     /// The client's database.
     pub fn db(&self) -> usize {
         self.client.db
+    }
+
+    /// Asks to block on `keys` until `deadline` (a blocking command found nothing to take).
+    /// Inside MULTI/EXEC or a script it answers `on_timeout` at once, as Redis does.
+    pub fn block(
+        &mut self,
+        keys: Vec<Vec<u8>>,
+        deadline: Option<std::time::Instant>,
+        on_timeout: TimeoutReply,
+    ) {
+        if self.client.block_mode == BlockMode::NoBlock {
+            on_timeout.write(self.out);
+            return;
+        }
+        self.client.block_request = Some(BlockRequest {
+            keys,
+            deadline,
+            on_timeout,
+        });
+    }
+
+    /// Marks `key` in `db` as written, for clients blocked on it (keys outside the
+    /// command's own key arguments: MOVE's target database, ...).
+    pub fn ready(&mut self, db: usize, key: &[u8]) {
+        if self.server.blocking.active() {
+            self.client.ready_keys.push((db, key.to_vec()));
+        }
     }
 
     /// Counts a keyspace hit or miss (INFO keyspace_hits / keyspace_misses).

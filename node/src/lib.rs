@@ -7,9 +7,11 @@
 //! - [`registry`]: the static command table ([`registry::CommandSpec`]) used for dispatch,
 //!   arity, COMMAND, key positions and statistics.
 //! - [`cmd`]: command families, one file each, each exporting its `COMMANDS` table.
+//! - [`blocking`]: clients blocked on keys (BLPOP ...), served by the writer's thread.
 //! - [`ctx`], [`client`], [`stats`], [`error`]: what handlers see and report.
 #![deny(missing_docs)]
 
+pub mod blocking;
 pub mod client;
 pub mod cmd;
 pub mod config;

@@ -126,6 +126,8 @@ pub struct Server {
     pub expired_base: AtomicU64,
     /// CLIENT PAUSE.
     pub pause: Pause,
+    /// Clients blocked on keys.
+    pub blocking: crate::blocking::Blocking,
     /// Set when SHUTDOWN or a signal asks the node to stop.
     pub shutting_down: AtomicBool,
     /// Wakes the acceptor to shut down.
@@ -169,6 +171,7 @@ impl Server {
             rejected_conns: AtomicU64::new(0),
             expired_base: AtomicU64::new(0),
             pause: Pause::default(),
+            blocking: Default::default(),
             shutting_down: AtomicBool::new(false),
             shutdown: Notify::new(),
             log_reload,

@@ -154,6 +154,18 @@ static CLIENT_SUBCOMMANDS: &[CommandSpec] = &[
         client_unpause,
     )
     .doc("Resumes processing commands from paused clients.", "6.2.0"),
+    CommandSpec::new(
+        "unblock",
+        -3,
+        ADMIN | NOSCRIPT | LOADING | STALE,
+        (0, 0, 0),
+        C,
+        client_unblock,
+    )
+    .doc(
+        "Unblocks a client blocked by a blocking command from a different connection.",
+        "5.0.0",
+    ),
     CommandSpec::new("help", 2, LOADING | STALE, (0, 0, 0), C, client_help).doc(
         "Returns helpful text about the different subcommands.",
         "5.0.0",
@@ -340,7 +352,7 @@ fn describe(server: &Server, c: &ClientInfo) -> String {
         server.registry.entry(last - 1).full_name.clone()
     };
     format!(
-        "id={} addr={} laddr={} fd={} name={} age={} idle={} flags=N db={} sub=0 psub=0 ssub=0 multi=-1 qbuf={} qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd={} user=default redir=-1 resp={} lib-name={} lib-ver={}",
+        "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub=0 psub=0 ssub=0 multi=-1 qbuf={} qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd={} user=default redir=-1 resp={} lib-name={} lib-ver={}",
         c.id,
         c.addr,
         c.laddr,
@@ -348,6 +360,7 @@ fn describe(server: &Server, c: &ClientInfo) -> String {
         String::from_utf8_lossy(&c.name.lock()),
         c.created.elapsed().as_secs(),
         c.idle_secs(),
+        if server.blocking.is_blocked(c.id) { "b" } else { "N" },
         c.db.load(Relaxed),
         c.qbuf.load(Relaxed),
         cmd,
@@ -408,6 +421,26 @@ fn client_info(ctx: &mut Ctx<'_>, _args: Args<'_>) -> CmdResult {
     let mut line = describe(ctx.server, &ctx.client.info);
     line.push('\n');
     ctx.out.verbatim("txt", line.as_bytes());
+    Ok(())
+}
+
+fn client_unblock(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
+    let id = parse_i64(args.arg(2))?;
+    let error = match args.get(3) {
+        None => false,
+        Some(r) if is(r, "timeout") => false,
+        Some(r) if is(r, "error") => true,
+        Some(_) => {
+            return Err(CmdError::err(
+                "CLIENT UNBLOCK reason should be TIMEOUT or ERROR",
+            ))
+        }
+    };
+    if args.len() > 4 {
+        return Err(CmdError::Syntax);
+    }
+    let done = u64::try_from(id).is_ok_and(|id| ctx.server.blocking.unblock(id, error));
+    ctx.out.int(i64::from(done));
     Ok(())
 }
 
@@ -583,6 +616,8 @@ fn client_help(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
         "    Assign the name <name> to the current connection.",
         "SETINFO <option> <value>",
         "    Set client meta attr. Options are: LIB-NAME, LIB-VER.",
+        "UNBLOCK <clientid> [TIMEOUT|ERROR]",
+        "    Unblock the specified blocked client.",
     ];
     reply_help(ctx.out, args.arg(0), LINES);
     Ok(())

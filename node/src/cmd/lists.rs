@@ -1,6 +1,7 @@
 //! List commands: LPUSH, RPUSH, LPUSHX, RPUSHX, LPOP, RPOP, LLEN, LRANGE, LINDEX, LSET,
-//! LINSERT, LREM, LTRIM, LPOS, LMOVE, RPOPLPUSH and LMPOP, with Redis 7.2's replies and
-//! error texts. Blocking variants (BLPOP and friends) are not implemented.
+//! LINSERT, LREM, LTRIM, LPOS, LMOVE, RPOPLPUSH and LMPOP, and the blocking BLPOP, BRPOP,
+//! BLMOVE, BRPOPLPUSH and BLMPOP (see [`crate::blocking`]), with Redis 7.2's replies and
+//! error texts.
 //!
 //! Lists are [`storage::List`] values; a list that becomes empty is deleted, a missing key
 //! reads as an empty list, and multi-key commands (LMOVE, RPOPLPUSH, LMPOP) lock all their
@@ -10,7 +11,8 @@ use resp::{Args, ReplyWriter};
 use storage::list::List;
 use storage::Value;
 
-use crate::cmd::util::{is, parse_i64};
+use crate::blocking::TimeoutReply;
+use crate::cmd::util::{is, parse_i64, parse_timeout};
 use crate::ctx::Ctx;
 use crate::error::{CmdError, CmdResult};
 use crate::registry::{flags::*, CommandSpec, Group};
@@ -56,6 +58,27 @@ pub static COMMANDS: &[CommandSpec] = &[
         "7.0.0",
     )
     .numkeys(1),
+    CommandSpec::new("blpop", -3, WRITE | BLOCKING, (1, -2, 1), L, blpop).doc(
+        "Removes and returns the first element in a list. Blocks until an element is available otherwise. Deletes the list if the last element was popped.",
+        "2.0.0",
+    ),
+    CommandSpec::new("brpop", -3, WRITE | BLOCKING, (1, -2, 1), L, brpop).doc(
+        "Removes and returns the last element in a list. Blocks until an element is available otherwise. Deletes the list if the last element was popped.",
+        "2.0.0",
+    ),
+    CommandSpec::new("blmove", 6, WRITE | DENYOOM | BLOCKING, (1, 2, 1), L, blmove).doc(
+        "Pops an element from a list, pushes it to another list and returns it. Blocks until an element is available otherwise. Deletes the list if the last element was moved.",
+        "6.2.0",
+    ),
+    CommandSpec::new("brpoplpush", 4, WRITE | DENYOOM | BLOCKING, (1, 2, 1), L, brpoplpush).doc(
+        "Pops an element from a list, pushes it to another list and returns it. Block until an element is available otherwise. Deletes the list if the last element was popped.",
+        "2.2.0",
+    ),
+    CommandSpec::new("blmpop", -5, WRITE | BLOCKING | MOVABLE_KEYS, (0, 0, 0), L, blmpop).doc(
+        "Pops the first element from one of multiple lists. Blocks until an element is available otherwise. Deletes the list if the last element was popped.",
+        "7.0.0",
+    )
+    .numkeys(2),
 ];
 
 // ------------------------------------------------------------------------------------------
@@ -498,26 +521,23 @@ fn ltrim(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
 // ------------------------------------------------------------------------------------------
 // Multi-key moves and pops
 
-/// LMOVE / RPOPLPUSH: pops from `src` (tail when `from_tail`) and pushes onto `dst`.
+/// LMOVE / RPOPLPUSH: pops from `src` (tail when `from_tail`) and pushes onto `dst`,
+/// replying with the element; false (nothing written) when `src` is empty.
 fn move_generic(
     ctx: &mut Ctx<'_>,
     src: &[u8],
     dst: &[u8],
     from_tail: bool,
     to_tail: bool,
-) -> CmdResult {
+) -> Result<bool, CmdError> {
     let db = ctx.db();
     let mut g = ctx.lock_keys([src, dst]);
     let value = {
         let Some(se) = g.get(db, src) else {
-            drop(g);
-            ctx.out.null();
-            return Ok(());
+            return Ok(false);
         };
         if as_list(&se.value)?.is_empty() {
-            drop(g);
-            ctx.out.null();
-            return Ok(());
+            return Ok(false);
         }
         if src != dst {
             if let Some(de) = g.get(db, dst) {
@@ -529,9 +549,7 @@ fn move_generic(
         };
         let sl = as_list_mut(&mut se.value)?;
         let Some(v) = sl.pop(from_tail) else {
-            drop(g);
-            ctx.out.null();
-            return Ok(());
+            return Ok(false);
         };
         v
     };
@@ -556,22 +574,39 @@ fn move_generic(
     }
     drop(g);
     drop(removed);
-    Ok(())
+    Ok(true)
 }
 
 fn lmove(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
     let from_tail = parse_side(args.arg(3))?;
     let to_tail = parse_side(args.arg(4))?;
-    move_generic(ctx, args.arg(1), args.arg(2), from_tail, to_tail)
+    if !move_generic(ctx, args.arg(1), args.arg(2), from_tail, to_tail)? {
+        ctx.out.null();
+    }
+    Ok(())
 }
 
 fn rpoplpush(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
-    move_generic(ctx, args.arg(1), args.arg(2), true, false)
+    if !move_generic(ctx, args.arg(1), args.arg(2), true, false)? {
+        ctx.out.null();
+    }
+    Ok(())
 }
 
 fn lmpop(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
-    let numkeys = parse_positive(args.arg(1), "numkeys should be greater than 0")?;
-    let where_idx = match numkeys.checked_add(2) {
+    let keys = mpop_generic(ctx, args, 1)?;
+    if !keys.is_empty() {
+        ctx.out.null_array();
+    }
+    Ok(())
+}
+
+/// LMPOP / BLMPOP from `numkeys` at `at`: pops and replies, or returns the keys to wait on
+/// (nothing written) when every list is empty.
+fn mpop_generic(ctx: &mut Ctx<'_>, args: Args<'_>, at: usize) -> Result<Vec<Vec<u8>>, CmdError> {
+    let numkeys = parse_positive(args.arg(at), "numkeys should be greater than 0")?;
+    let first = at + 1;
+    let where_idx = match numkeys.checked_add(first) {
         Some(w) if w < args.len() => w,
         _ => return Err(CmdError::Syntax),
     };
@@ -591,9 +626,9 @@ fn lmpop(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
     }
     let count = count.unwrap_or(1);
     let db = ctx.db();
-    let keys = (2..where_idx).map(|i| args.arg(i));
+    let keys = (first..where_idx).map(|i| args.arg(i));
     let mut g = ctx.lock_keys(keys.clone());
-    for key in keys {
+    for key in keys.clone() {
         let Some(e) = g.get(db, key) else {
             continue;
         };
@@ -612,9 +647,90 @@ fn lmpop(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
         };
         drop(g);
         drop(removed);
+        return Ok(Vec::new());
+    }
+    drop(g);
+    Ok(keys.map(<[u8]>::to_vec).collect())
+}
+
+// ------------------------------------------------------------------------------------------
+// Blocking variants
+
+/// BLPOP / BRPOP: pops from the first non-empty list, or blocks on all of them.
+fn bpop_generic(ctx: &mut Ctx<'_>, args: Args<'_>, tail: bool) -> CmdResult {
+    let last = args.len() - 1;
+    let deadline = parse_timeout(args.arg(last))?;
+    let db = ctx.db();
+    let keys = (1..last).map(|i| args.arg(i));
+    let mut g = ctx.lock_keys(keys.clone());
+    for key in keys.clone() {
+        let Some(e) = g.get(db, key) else {
+            continue;
+        };
+        let l = as_list_mut(&mut e.value)?;
+        let Some(v) = l.pop(tail) else {
+            continue;
+        };
+        let removed = if l.is_empty() {
+            g.remove(db, key)
+        } else {
+            None
+        };
+        drop(g);
+        drop(removed);
+        ctx.out.array(2);
+        ctx.out.bulk(key);
+        ctx.out.bulk(&v);
         return Ok(());
     }
     drop(g);
-    ctx.out.null_array();
+    ctx.block(
+        keys.map(<[u8]>::to_vec).collect(),
+        deadline,
+        TimeoutReply::NullArray,
+    );
+    Ok(())
+}
+
+fn blpop(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
+    bpop_generic(ctx, args, false)
+}
+
+fn brpop(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
+    bpop_generic(ctx, args, true)
+}
+
+/// BLMOVE / BRPOPLPUSH: as LMOVE, blocking on `src` while it is empty.
+fn bmove_generic(
+    ctx: &mut Ctx<'_>,
+    args: Args<'_>,
+    from_tail: bool,
+    to_tail: bool,
+    timeout: &[u8],
+) -> CmdResult {
+    let deadline = parse_timeout(timeout)?;
+    let (src, dst) = (args.arg(1), args.arg(2));
+    if !move_generic(ctx, src, dst, from_tail, to_tail)? {
+        ctx.block(vec![src.to_vec()], deadline, TimeoutReply::Null);
+    }
+    Ok(())
+}
+
+fn blmove(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
+    let from_tail = parse_side(args.arg(3))?;
+    let to_tail = parse_side(args.arg(4))?;
+    bmove_generic(ctx, args, from_tail, to_tail, args.arg(5))
+}
+
+fn brpoplpush(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
+    bmove_generic(ctx, args, true, false, args.arg(3))
+}
+
+fn blmpop(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
+    let deadline = parse_timeout(args.arg(1))?;
+    let keys = mpop_generic(ctx, args, 2)?;
+    if !keys.is_empty() {
+        ctx.block(keys, deadline, TimeoutReply::NullArray);
+    }
     Ok(())
 }

@@ -264,6 +264,9 @@ fn swapdb(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
             shard.swap_dbs(a as usize, b as usize);
         }
     }
+    for db in [a as usize, b as usize] {
+        ctx.server.blocking.ready_db(db, &mut ctx.client.ready_keys);
+    }
     ctx.out.ok();
     Ok(())
 }
@@ -549,7 +552,7 @@ pub fn info_text(server: &Server, now: u64, want: impl Fn(&str) -> bool) -> Stri
         kv(&mut s, "connected_clients", server.clients.len());
         kv(&mut s, "cluster_connections", 0);
         kv(&mut s, "maxclients", server.live.maxclients.load(Relaxed));
-        kv(&mut s, "blocked_clients", 0);
+        kv(&mut s, "blocked_clients", server.blocking.blocked());
         kv(&mut s, "tracking_clients", 0);
     }
 

@@ -195,6 +195,29 @@ pub fn deadline(
     u64::try_from(abs).map(Some).map_err(|_| invalid())
 }
 
+/// A blocking command's timeout in seconds (Redis's `getTimeoutFromObjectOrReply`): the
+/// deadline, or `None` for 0 (wait forever).
+pub fn parse_timeout(b: &[u8]) -> Result<Option<std::time::Instant>, CmdError> {
+    let secs = parse_float(b)
+        .filter(|v| !v.is_nan())
+        .ok_or_else(|| CmdError::err("timeout is not a float or out of range"))?;
+    let ms = (secs * 1000.0).ceil();
+    if ms > i64::MAX as f64 {
+        return Err(CmdError::err("timeout is out of range"));
+    }
+    if ms < 0.0 {
+        return Err(CmdError::err("timeout is negative"));
+    }
+    if ms == 0.0 {
+        return Ok(None);
+    }
+    // Far-future deadlines saturate (a year is "forever" for a connection).
+    let ms = (ms as u64).min(365 * 24 * 3600 * 1000);
+    Ok(Some(
+        std::time::Instant::now() + std::time::Duration::from_millis(ms),
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

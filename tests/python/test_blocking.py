@@ -1,0 +1,276 @@
+"""Blocking list commands (BLPOP BRPOP BLMOVE BRPOPLPUSH BLMPOP) and CLIENT UNBLOCK.
+
+Blocked clients run on their own connections (and so, on Ember, usually on other worker
+threads than the writer); a helper waits until the server reports them blocked before
+the test writes.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+import redis
+
+
+class Call:
+    """Runs one command on its own connection in a thread."""
+
+    def __init__(self, server, *args, protocol: int = 2):
+        self.conn = server.client(protocol=protocol)
+        self.id = self.conn.client_id()
+        self.result = None
+        self.error = None
+        self.elapsed = None
+        self.thread = threading.Thread(target=self._run, args=args, daemon=True)
+        self.thread.start()
+
+    def _run(self, *args):
+        t0 = time.monotonic()
+        try:
+            res = self.conn.execute_command(*args)
+            # redis-py turns BLPOP/BRPOP replies into tuples.
+            self.result = list(res) if isinstance(res, tuple) else res
+        except Exception as e:  # noqa: BLE001 - the test inspects it
+            self.error = e
+        self.elapsed = time.monotonic() - t0
+
+    def join(self, timeout: float = 10.0):
+        self.thread.join(timeout)
+        assert not self.thread.is_alive(), "blocked call did not return"
+        self.conn.close()
+        return self.result
+
+
+def wait_blocked(r, n: int, timeout: float = 10.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if r.info("clients")["blocked_clients"] >= n:
+            return
+        time.sleep(0.01)
+    raise AssertionError(f"never saw {n} blocked clients")
+
+
+def test_blpop_serves_at_once_when_data_exists(r):
+    r.rpush("b", "x", "y")
+    assert r.blpop(["a", "b"], 0) == (b"b", b"x")
+    assert r.brpop(["a", "b"], 0) == (b"b", b"y")
+    assert r.exists("b") == 0
+
+
+def test_blpop_woken_by_push_from_another_client(server, r):
+    c = Call(server, "BLPOP", "q1", "q2", 0)
+    wait_blocked(r, 1)
+    assert r.rpush("q2", "a", "b") == 2
+    assert c.join() == [b"q2", b"a"]
+    assert r.lrange("q2", 0, -1) == [b"b"]
+    assert r.info("clients")["blocked_clients"] == 0
+
+
+def test_brpop_takes_the_tail(server, r):
+    c = Call(server, "BRPOP", "q", 0)
+    wait_blocked(r, 1)
+    r.rpush("q", "a", "b", "c")
+    assert c.join() == [b"q", b"c"]
+
+
+def test_waiters_are_served_in_fifo_order(server, r):
+    calls = []
+    for i in range(3):
+        calls.append(Call(server, "BLPOP", "fifo", 0))
+        wait_blocked(r, i + 1)
+    r.rpush("fifo", "a", "b", "c", "d")
+    assert [c.join() for c in calls] == [[b"fifo", b"a"], [b"fifo", b"b"], [b"fifo", b"c"]]
+    assert r.lrange("fifo", 0, -1) == [b"d"]
+
+
+def test_pushed_element_goes_to_waiter_before_next_command(server, r):
+    c = Call(server, "BLPOP", "k", 0)
+    wait_blocked(r, 1)
+    p = r.pipeline(transaction=False)
+    p.rpush("k", "x")
+    p.lpop("k")
+    assert p.execute() == [1, None]
+    assert c.join() == [b"k", b"x"]
+
+
+def test_timeout_is_sub_second_and_replies_null(server, r):
+    c = Call(server, "BLPOP", "none", 0.2)
+    assert c.join() is None
+    assert c.elapsed >= 0.19
+    c = Call(server, "BLMOVE", "none", "dst", "LEFT", "RIGHT", 0.05)
+    assert c.join() is None
+    assert r.info("clients")["blocked_clients"] == 0
+
+
+def test_timeout_reply_resp3_is_null(server, r):
+    c = Call(server, "BLPOP", "none", 0.05, protocol=3)
+    assert c.join() is None
+    assert c.error is None
+
+
+def test_timeout_errors(r):
+    with pytest.raises(redis.ResponseError, match="timeout is negative"):
+        r.blpop(["k"], -1)
+    with pytest.raises(redis.ResponseError, match="timeout is not a float or out of range"):
+        r.execute_command("BLPOP", "k", "abc")
+    with pytest.raises(redis.ResponseError, match="timeout is not a float or out of range"):
+        r.execute_command("BLMOVE", "a", "b", "LEFT", "LEFT", "nan")
+    with pytest.raises(redis.ResponseError, match="syntax error"):
+        r.execute_command("BLMOVE", "a", "b", "UP", "LEFT", 0)
+    with pytest.raises(redis.ResponseError, match="wrong number of arguments"):
+        r.execute_command("BLPOP", "k")
+
+
+def test_wrongtype(server, r):
+    r.set("s", "v")
+    with pytest.raises(redis.ResponseError, match="WRONGTYPE"):
+        r.blpop(["s"], 0)
+    r.rpush("l", "x")
+    # The first non-empty list is served before a later key of another type is seen.
+    assert r.blpop(["l", "s"], 0) == (b"l", b"x")
+
+
+def test_waiter_ignores_key_of_other_type_then_is_served(server, r):
+    c = Call(server, "BLPOP", "t", 0)
+    wait_blocked(r, 1)
+    r.set("t", "string")
+    time.sleep(0.05)
+    assert r.info("clients")["blocked_clients"] == 1
+    r.delete("t")
+    r.lpush("t", "v")
+    assert c.join() == [b"t", b"v"]
+
+
+def test_blmove_and_chained_waiter(server, r):
+    c1 = Call(server, "BLMOVE", "src", "mid", "LEFT", "RIGHT", 0)
+    wait_blocked(r, 1)
+    c2 = Call(server, "BLPOP", "mid", 0)
+    wait_blocked(r, 2)
+    r.rpush("src", "v")
+    assert c1.join() == b"v"
+    # The element BLMOVE pushed to "mid" wakes the client blocked there.
+    assert c2.join() == [b"mid", b"v"]
+    assert r.exists("src", "mid") == 0
+
+
+def test_brpoplpush(server, r):
+    r.rpush("a", "1", "2")
+    assert r.brpoplpush("a", "b", 0) == b"2"
+    c = Call(server, "BRPOPLPUSH", "x", "y", 0)
+    wait_blocked(r, 1)
+    r.lpush("x", "z")
+    assert c.join() == b"z"
+    assert r.lrange("y", 0, -1) == [b"z"]
+
+
+def test_blmove_wrongtype_destination(server, r):
+    r.set("dst", "s")
+    r.rpush("src", "v")
+    with pytest.raises(redis.ResponseError, match="WRONGTYPE"):
+        r.blmove("src", "dst", 0, "LEFT", "RIGHT")
+    assert r.lrange("src", 0, -1) == [b"v"]
+
+
+def test_blmpop(server, r):
+    r.rpush("m2", "a", "b", "c")
+    assert r.execute_command("BLMPOP", 0, 2, "m1", "m2", "RIGHT", "COUNT", 2) == [
+        b"m2", [b"c", b"b"]]
+    c = Call(server, "BLMPOP", 0, 2, "n1", "n2", "LEFT", "COUNT", 5)
+    wait_blocked(r, 1)
+    r.rpush("n2", "x", "y")
+    assert c.join() == [b"n2", [b"x", b"y"]]
+    assert r.execute_command("BLMPOP", 0.01, 1, "none", "LEFT") is None
+    with pytest.raises(redis.ResponseError, match="numkeys"):
+        r.execute_command("BLMPOP", 0, 0, "k", "LEFT")
+    with pytest.raises(redis.ResponseError, match="count"):
+        r.execute_command("BLMPOP", 0, 1, "k", "LEFT", "COUNT", 0)
+
+
+def test_client_unblock(server, r):
+    c = Call(server, "BLPOP", "u", 0)
+    wait_blocked(r, 1)
+    assert r.client_unblock(c.id) == 1
+    assert c.join() is None
+    c = Call(server, "BLPOP", "u", 0)
+    wait_blocked(r, 1)
+    assert r.client_unblock(c.id, error=True) == 1
+    c.join()
+    assert isinstance(c.error, redis.ResponseError)
+    assert "client unblocked via CLIENT UNBLOCK" in str(c.error)
+    assert r.client_unblock(r.client_id()) == 0
+    assert r.client_unblock(999999) == 0
+    with pytest.raises(redis.ResponseError, match="TIMEOUT or ERROR"):
+        r.execute_command("CLIENT", "UNBLOCK", 1, "MAYBE")
+
+
+def test_client_list_shows_blocked_flag(server, r):
+    c = Call(server, "BLPOP", "f", 0)
+    wait_blocked(r, 1)
+    mine = [x for x in r.client_list() if int(x["id"]) == c.id][0]
+    assert "b" in mine["flags"]
+    r.rpush("f", "1")
+    c.join()
+
+
+def test_disconnect_while_blocked_forgets_the_client(server, r):
+    c = server.client()
+    conn = c.connection_pool.get_connection()
+    conn.send_command("BLPOP", "gone", 0)
+    wait_blocked(r, 1)
+    conn.disconnect()
+    deadline = time.monotonic() + 5
+    while r.info("clients")["blocked_clients"] and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert r.info("clients")["blocked_clients"] == 0
+    r.rpush("gone", "v")
+    assert r.lrange("gone", 0, -1) == [b"v"]
+
+
+def test_pipeline_after_blocking_command_runs_after_it(server, r):
+    c = server.client()
+    conn = c.connection_pool.get_connection()
+    conn.send_packed_command(conn.pack_commands([("BLPOP", "pp", 0), ("PING",)]))
+    wait_blocked(r, 1)
+    r.rpush("pp", "v")
+    assert conn.read_response() == [b"pp", b"v"]
+    assert conn.read_response() == b"PONG"
+    conn.disconnect()
+
+
+def test_move_and_swapdb_wake_waiters(server, r):
+    c = Call(server, "BLPOP", "mv", 0)
+    wait_blocked(r, 1)
+    r.execute_command("SELECT", 1)
+    r.rpush("mv", "from-db1")
+    assert r.move("mv", 0) == 1
+    assert c.join() == [b"mv", b"from-db1"]
+
+    c = Call(server, "BLPOP", "sw", 0)
+    wait_blocked(r, 1)
+    r.rpush("sw", "from-db1")
+    r.swapdb(0, 1)
+    assert c.join() == [b"sw", b"from-db1"]
+    r.execute_command("SELECT", 0)
+
+
+def test_many_waiters_many_writers(server, r):
+    n = 16
+    calls = [Call(server, "BLPOP", f"mw{i % 4}", 0) for i in range(n)]
+    wait_blocked(r, n)
+
+    def push(i):
+        c = server.client()
+        for j in range(n // 4):
+            c.rpush(f"mw{i}", f"{i}-{j}")
+        c.close()
+
+    writers = [threading.Thread(target=push, args=(i,)) for i in range(4)]
+    for w in writers:
+        w.start()
+    for w in writers:
+        w.join()
+    got = sorted(c.join()[1] for c in calls)
+    assert got == sorted(f"{i}-{j}".encode() for i in range(4) for j in range(n // 4))
+    assert r.info("clients")["blocked_clients"] == 0
