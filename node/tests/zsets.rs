@@ -255,3 +255,86 @@ fn resp3_shapes() {
     let r = raw_roundtrip(&mut s, b"ZSCORE z nope\r\n", 3);
     assert_eq!(r, b"_\r\n");
 }
+
+#[test]
+fn setops_accept_plain_sets() {
+    let e = Ember::start(&[]);
+    let mut c = e.conn();
+    int(&mut c, &["ZADD", "z", "5", "a", "2", "b", "-1", "c"]);
+    int(&mut c, &["SADD", "s", "a", "c", "d"]);
+    int(&mut c, &["SADD", "ints", "1", "2", "3"]);
+    int(&mut c, &["ZADD", "zi", "10", "2", "0.5", "3", "4", "9"]);
+    assert_eq!(
+        q(&mut c, &["ZUNION", "2", "z", "s", "WITHSCORES"]),
+        bulks(&["c", "0", "d", "1", "b", "2", "a", "6"])
+    );
+    assert_eq!(
+        q(
+            &mut c,
+            &[
+                "ZINTER",
+                "2",
+                "s",
+                "z",
+                "WEIGHTS",
+                "3",
+                "2",
+                "AGGREGATE",
+                "MAX",
+                "WITHSCORES"
+            ]
+        ),
+        bulks(&["c", "3", "a", "10"])
+    );
+    assert_eq!(q(&mut c, &["ZDIFF", "2", "s", "z"]), bulks(&["d"]));
+    assert_eq!(
+        q(
+            &mut c,
+            &[
+                "ZINTER",
+                "2",
+                "ints",
+                "zi",
+                "AGGREGATE",
+                "MIN",
+                "WITHSCORES"
+            ]
+        ),
+        bulks(&["3", "0.5", "2", "1"])
+    );
+    assert_eq!(int(&mut c, &["ZINTERCARD", "2", "ints", "zi"]), 2);
+    assert_eq!(
+        int(
+            &mut c,
+            &["ZUNIONSTORE", "d", "2", "s", "ints", "WEIGHTS", "2", "-1"]
+        ),
+        6
+    );
+    assert_eq!(
+        q(&mut c, &["TYPE", "d"]),
+        Value::SimpleString("zset".into())
+    );
+    assert_eq!(
+        q(&mut c, &["ZRANGE", "d", "0", "-1", "WITHSCORES"]),
+        bulks(&["1", "-1", "2", "-1", "3", "-1", "a", "2", "c", "2", "d", "2"])
+    );
+    assert_eq!(int(&mut c, &["ZINTERSTORE", "d", "2", "s", "ints"]), 0);
+    assert_eq!(int(&mut c, &["EXISTS", "d"]), 0);
+    assert_eq!(int(&mut c, &["ZDIFFSTORE", "s", "2", "s", "z"]), 1);
+    assert_eq!(
+        q(&mut c, &["TYPE", "s"]),
+        Value::SimpleString("zset".into())
+    );
+    let mut big = vec!["SADD", "big"];
+    let nums: Vec<String> = (0..600).map(|i| i.to_string()).collect();
+    big.extend(nums.iter().map(String::as_str));
+    assert_eq!(int(&mut c, &big), 600);
+    assert_eq!(int(&mut c, &["ZINTERCARD", "2", "big", "zi"]), 3);
+    assert_eq!(int(&mut c, &["ZINTERCARD", "1", "big", "LIMIT", "7"]), 7);
+    int(&mut c, &["RPUSH", "l", "a"]);
+    assert_eq!(err(&mut c, &["ZUNION", "2", "z", "l"]), WRONGTYPE);
+    assert_eq!(
+        err(&mut c, &["ZINTERSTORE", "d", "2", "ints", "l"]),
+        WRONGTYPE
+    );
+}

@@ -455,3 +455,126 @@ def test_differential_against_redis(server, r, seed):
         proc.terminate()
         proc.wait(timeout=10)
         shutil.rmtree(workdir, ignore_errors=True)
+
+
+# ---------------------------------------------------------------------------
+# Plain sets as inputs of the set algebra (each member scores 1)
+# ---------------------------------------------------------------------------
+
+def test_setops_accept_plain_sets(r, rr):
+    r.zadd("z", {"a": 5, "b": 2, "c": -1})
+    r.sadd("s", "a", "c", "d")          # listpack set
+    r.sadd("ints", 1, 2, 3)             # intset
+    r.zadd("zi", {"2": 10, "3": 0.5, "9": 4})
+    assert rr.execute_command("ZUNION", 2, "z", "s", "WITHSCORES") == \
+        [b"c", b"0", b"d", b"1", b"b", b"2", b"a", b"6"]
+    assert rr.execute_command("ZINTER", 2, "s", "z", "WEIGHTS", 3, 2, "AGGREGATE", "MAX",
+                              "WITHSCORES") == [b"c", b"3", b"a", b"10"]
+    assert rr.execute_command("ZDIFF", 2, "s", "z", "WITHSCORES") == [b"d", b"1"]
+    assert rr.execute_command("ZDIFF", 2, "z", "s") == [b"b"]
+    assert rr.execute_command("ZINTER", 2, "ints", "zi", "AGGREGATE", "MIN",
+                              "WITHSCORES") == [b"3", b"0.5", b"2", b"1"]
+    assert rr.execute_command("ZUNION", 1, "ints", "WITHSCORES") == \
+        [b"1", b"1", b"2", b"1", b"3", b"1"]
+    assert rr.execute_command("ZINTERCARD", 2, "ints", "zi") == 2
+    assert rr.execute_command("ZINTERCARD", 3, "ints", "zi", "s") == 0
+    assert rr.execute_command("ZUNIONSTORE", "d", 2, "s", "ints", "WEIGHTS", 2, "-1") == 6
+    assert rr.type("d") == b"zset"
+    assert rr.execute_command("ZRANGE", "d", 0, -1, "WITHSCORES") == \
+        [b"1", b"-1", b"2", b"-1", b"3", b"-1", b"a", b"2", b"c", b"2", b"d", b"2"]
+    assert rr.execute_command("ZINTERSTORE", "d", 2, "s", "ints") == 0
+    assert rr.exists("d") == 0
+    assert rr.execute_command("ZDIFFSTORE", "s", 2, "s", "z") == 1
+    assert rr.type("s") == b"zset"
+    assert rr.execute_command("ZRANGE", "s", 0, -1, "WITHSCORES") == [b"d", b"1"]
+    rr.sadd("big", *range(600))         # hashtable set
+    assert rr.execute_command("ZINTERCARD", 2, "big", "zi") == 3
+    assert rr.execute_command("ZINTERCARD", 1, "big", "LIMIT", 7) == 7
+    rr.rpush("l", "a")
+    assert err(rr.execute_command, "ZUNION", 2, "z", "l") == WRONGTYPE
+    assert err(rr.execute_command, "ZINTERCARD", 2, "ints", "l") == WRONGTYPE
+
+
+def test_setops_plain_sets_resp3(r3):
+    r3.sadd("s", "x")
+    r3.zadd("z", {"x": 1.5})
+    assert r3.execute_command("ZUNION", 2, "s", "z", "WITHSCORES") == [[b"x", 2.5]]
+
+
+def _mixed_setop(rng: random.Random) -> list:
+    keys = ["s1", "s2", "z1", "z2", "i1", "nokey"]
+    n = rng.randrange(1, 4)
+    srcs = [rng.choice(keys) for _ in range(n)]
+    op = rng.choice(["ZUNION", "ZINTER", "ZDIFF", "ZUNIONSTORE", "ZINTERSTORE",
+                     "ZDIFFSTORE", "ZINTERCARD"])
+    extra = []
+    if op in ("ZUNION", "ZINTER", "ZUNIONSTORE", "ZINTERSTORE"):
+        if rng.random() < 0.6:
+            extra += ["WEIGHTS"] + [rng.choice(["1", "2", "-1", "0.5", "0", "3"])
+                                    for _ in range(n)]
+        if rng.random() < 0.6:
+            extra += ["AGGREGATE", rng.choice(["SUM", "MIN", "MAX"])]
+    if op == "ZINTERCARD" and rng.random() < 0.5:
+        extra += ["LIMIT", str(rng.randrange(0, 4))]
+    if op.endswith("STORE"):
+        return [op, rng.choice(["d1", "d2"]), str(n), *srcs, *extra]
+    if op != "ZINTERCARD" and rng.random() < 0.7:
+        extra.append("WITHSCORES")
+    return [op, str(n), *srcs, *extra]
+
+
+@pytest.mark.skipif(IS_REDIS, reason="differential test compares Ember with redis-server")
+@pytest.mark.skipif(shutil.which(_redis_server_bin()) is None, reason="redis-server missing")
+@pytest.mark.parametrize("seed", [7, 8])
+def test_differential_setops_with_plain_sets(server, r, seed):
+    port = free_port()
+    workdir = tempfile.mkdtemp(prefix="zset-diff-")
+    proc = subprocess.Popen(
+        [_redis_server_bin(), "--port", str(port), "--bind", HOST, "--save", "",
+         "--appendonly", "no", "--dir", workdir],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                ref = RawConn(port)
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.05)
+        ours = RawConn(server.port)
+        rng = random.Random(seed)
+        members = [f"m{i}" for i in range(10)] + [str(i) for i in range(8)]
+        for resp in ("2", "3"):
+            for c in (ref, ours):
+                c.cmd("HELLO", resp)
+                c.cmd("FLUSHALL")
+            for i in range(300):
+                if i % 40 == 0:
+                    # Refill the inputs: sets (listpack and intset) and sorted sets.
+                    setup = [["DEL", "s1", "s2", "z1", "z2", "i1"],
+                             ["SADD", "s1", *rng.sample(members, 6)],
+                             ["SADD", "s2", *rng.sample(members, 4)],
+                             ["SADD", "i1", *rng.sample([str(i) for i in range(8)], 4)]]
+                    for z in ("z1", "z2"):
+                        pairs = []
+                        for m in rng.sample(members, 7):
+                            pairs += [rng.choice(["1", "2", "-3", "0.25", "7"]), m]
+                        setup.append(["ZADD", z, *pairs])
+                    for cmd in setup:
+                        assert ref.cmd(*cmd) == ours.cmd(*cmd)
+                cmd = _mixed_setop(rng)
+                a = ref.cmd(*cmd)
+                b = ours.cmd(*cmd)
+                assert a == b, f"step {i} RESP{resp}: {cmd}: redis={a!r} ember={b!r}"
+                if cmd[0].endswith("STORE"):
+                    a = ref.cmd("ZRANGE", cmd[1], 0, -1, "WITHSCORES")
+                    b = ours.cmd("ZRANGE", cmd[1], 0, -1, "WITHSCORES")
+                    assert a == b, f"step {i}: stored {cmd}"
+        ref.close()
+        ours.close()
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+        shutil.rmtree(workdir, ignore_errors=True)

@@ -2,7 +2,8 @@
 //! ZLEXCOUNT, ZRANGE and its legacy forms (ZREVRANGE, ZRANGEBYSCORE, ZREVRANGEBYSCORE,
 //! ZRANGEBYLEX, ZREVRANGEBYLEX), ZRANGESTORE, ZREM, ZREMRANGEBYRANK/BYSCORE/BYLEX,
 //! ZPOPMIN, ZPOPMAX, ZRANDMEMBER, ZSCAN, and the set algebra ZUNION, ZINTER, ZDIFF (and
-//! their STORE forms) and ZINTERCARD, with Redis 7.2's replies and error texts.
+//! their STORE forms) and ZINTERCARD, with Redis 7.2's replies and error texts. The set
+//! algebra also accepts plain sets as inputs, each member scoring 1, as Redis does.
 //!
 //! The value type is [`storage::zset::ZSet`]. Scores are replied with
 //! [`resp::ReplyWriter::double`] (a RESP3 double, or a bulk string in RESP2).
@@ -12,6 +13,7 @@ use std::cmp::Ordering;
 use rand::Rng;
 use resp::{Args, Protocol};
 use storage::pattern::glob_match;
+use storage::set::Elem;
 use storage::zset::{AddResult, ZSet};
 use storage::Value;
 
@@ -1150,6 +1152,41 @@ fn aggregate(agg: Aggregate, target: &mut f64, val: f64) {
     }
 }
 
+/// An input of the set algebra: a sorted set, or a plain set whose members score 1.
+enum Src {
+    Z(ZSet),
+    S(storage::set::Set),
+}
+
+impl Src {
+    fn len(&self) -> usize {
+        match self {
+            Src::Z(z) => z.len(),
+            Src::S(s) => s.len(),
+        }
+    }
+
+    fn score(&self, m: &[u8]) -> Option<f64> {
+        match self {
+            Src::Z(z) => z.score(m),
+            Src::S(s) => s.contains(m).then_some(1.0),
+        }
+    }
+
+    fn items(&self) -> Box<dyn Iterator<Item = (std::borrow::Cow<'_, [u8]>, f64)> + '_> {
+        match self {
+            Src::Z(z) => Box::new(z.iter().map(|(m, s)| (std::borrow::Cow::Borrowed(m), s))),
+            Src::S(s) => Box::new(s.iter().map(|e| {
+                let m = match e {
+                    Elem::Bytes(b) => std::borrow::Cow::Borrowed(b),
+                    Elem::Int(_) => std::borrow::Cow::Owned(e.to_vec()),
+                };
+                (m, 1.0)
+            })),
+        }
+    }
+}
+
 /// Redis's `zunionInterDiffGenericCommand`. `dst`: the STORE form's destination;
 /// `card_only`: ZINTERCARD.
 fn setop_generic(
@@ -1182,7 +1219,9 @@ fn setop_generic(
     // Type checks come before option parsing, as in Redis.
     for k in &keys {
         if let Some(e) = g.get(db, k) {
-            as_zset(&e.value)?;
+            if !matches!(e.value, Value::ZSet(_) | Value::Set(_)) {
+                return Err(CmdError::WrongType);
+            }
         }
     }
     let mut weights = vec![1.0f64; setnum];
@@ -1227,15 +1266,20 @@ fn setop_generic(
         }
     }
     // Snapshot the inputs (cloned so the guard can be used again for the store).
-    let mut srcs: Vec<(Option<ZSet>, f64)> = Vec::with_capacity(setnum);
+    // Plain sets take part with every member scored 1, as in Redis.
+    let mut srcs: Vec<(Option<Src>, f64)> = Vec::with_capacity(setnum);
     for (i, k) in keys.iter().enumerate() {
         let z = match g.get(db, k) {
-            Some(e) => Some(as_zset(&e.value)?.clone()),
+            Some(e) => match &e.value {
+                Value::ZSet(z) => Some(Src::Z((**z).clone())),
+                Value::Set(s) => Some(Src::S((**s).clone())),
+                _ => return Err(CmdError::WrongType),
+            },
             None => None,
         };
         srcs.push((z, weights[i]));
     }
-    let card = |s: &(Option<ZSet>, f64)| s.0.as_ref().map_or(0, |z| z.len());
+    let card = |s: &(Option<Src>, f64)| s.0.as_ref().map_or(0, |z| z.len());
     let mut result: Vec<(Vec<u8>, f64)> = Vec::new();
     match op {
         SetOp::Inter => {
@@ -1243,7 +1287,8 @@ fn setop_generic(
             if card(&srcs[0]) > 0 {
                 let (first, w0) = (&srcs[0].0, srcs[0].1);
                 if let Some(first) = first {
-                    'outer: for (m, s) in first.iter() {
+                    'outer: for (m, s) in first.items() {
+                        let m = &m[..];
                         let mut score = w0 * s;
                         if score.is_nan() {
                             score = 0.0;
@@ -1274,7 +1319,8 @@ fn setop_generic(
                 std::collections::HashMap::default();
             for (z, w) in &srcs {
                 let Some(z) = z else { continue };
-                for (m, s) in z.iter() {
+                for (m, s) in z.items() {
+                    let m = &m[..];
                     let mut v = w * s;
                     if v.is_nan() {
                         v = 0.0;
@@ -1291,7 +1337,8 @@ fn setop_generic(
         }
         SetOp::Diff => {
             if let Some(first) = &srcs[0].0 {
-                for (m, s) in first.iter() {
+                for (m, s) in first.items() {
+                    let m = &m[..];
                     let gone = srcs[1..]
                         .iter()
                         .any(|(z, _)| z.as_ref().is_some_and(|z| z.score(m).is_some()));
