@@ -148,6 +148,10 @@ pub struct CommandSpec {
     pub handler: Option<Handler>,
     /// Subcommands, for containers such as CLIENT and CONFIG.
     pub subcommands: &'static [CommandSpec],
+    /// Extra key positions found by a command-specific rule (SORT ... STORE dst).
+    pub extra_keys: Option<fn(&resp::Args<'_>) -> Vec<usize>>,
+    /// Data-type ACL categories replacing the group's (SORT: set, sortedset, list).
+    pub categories: Option<&'static [&'static str]>,
 }
 
 impl CommandSpec {
@@ -173,6 +177,8 @@ impl CommandSpec {
             since: "1.0.0",
             handler: Some(handler),
             subcommands: &[],
+            extra_keys: None,
+            categories: None,
         }
     }
 
@@ -195,6 +201,8 @@ impl CommandSpec {
             since: "1.0.0",
             handler: None,
             subcommands,
+            extra_keys: None,
+            categories: None,
         }
     }
 
@@ -208,6 +216,18 @@ impl CommandSpec {
     /// Declares a "numkeys" argument at `pos`, followed by that many keys.
     pub const fn numkeys(mut self, pos: i32) -> Self {
         self.numkeys_at = pos;
+        self
+    }
+
+    /// Adds a command-specific key finder.
+    pub const fn keys_by(mut self, f: fn(&resp::Args<'_>) -> Vec<usize>) -> Self {
+        self.extra_keys = Some(f);
+        self
+    }
+
+    /// Replaces the data-type ACL categories of the group (`dangerous` may be included).
+    pub const fn categories(mut self, c: &'static [&'static str]) -> Self {
+        self.categories = Some(c);
         self
     }
 
@@ -249,6 +269,10 @@ impl CommandSpec {
         }
         if self.has(flags::BLOCKING) {
             v.push("blocking");
+        }
+        if let Some(c) = self.categories {
+            v.extend_from_slice(c);
+            return v;
         }
         match self.group {
             Group::Generic => v.push("keyspace"),
@@ -293,6 +317,9 @@ impl CommandSpec {
                 .and_then(|n| usize::try_from(n).ok())
                 .unwrap_or(0);
             v.extend((at + 1..argc).take(n));
+        }
+        if let Some(f) = self.extra_keys {
+            v.extend(f(args));
         }
         v
     }

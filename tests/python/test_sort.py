@@ -274,3 +274,19 @@ def test_differential_against_redis(server, r, seed):
         proc.terminate()
         proc.wait(timeout=10)
         shutil.rmtree(workdir, ignore_errors=True)
+
+
+def test_sort_getkeys_and_acl_categories(raw):
+    c = raw()
+    assert c.cmd("COMMAND", "GETKEYS", "SORT", "src", "BY", "w_*", "LIMIT", "0", "1",
+                 "GET", "#", "STORE", "dst") == [b"src", b"dst"]
+    assert c.cmd("COMMAND", "GETKEYS", "SORT", "src", "STORE", "a", "STORE", "b") == [
+        b"src", b"b"]
+    assert c.cmd("COMMAND", "GETKEYS", "SORT", "src") == [b"src"]
+    info = c.cmd("COMMAND", "INFO", "sort", "sort_ro")
+    cats = {}
+    for entry in info:
+        cats[entry[0]] = {x.decode() if isinstance(x, bytes) else x for x in entry[6]}
+    assert cats[b"sort"] == {"@write", "@set", "@sortedset", "@list", "@slow", "@dangerous"}
+    assert cats[b"sort_ro"] == {"@read", "@set", "@sortedset", "@list", "@slow",
+                                "@dangerous"}

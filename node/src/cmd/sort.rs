@@ -39,7 +39,9 @@ pub static COMMANDS: &[CommandSpec] = &[
     .doc(
         "Sorts the elements in a list, a set, or a sorted set, optionally storing the result.",
         "1.0.0",
-    ),
+    )
+    .keys_by(store_key)
+    .categories(CATEGORIES),
     CommandSpec::new(
         "sort_ro",
         -2,
@@ -51,8 +53,32 @@ pub static COMMANDS: &[CommandSpec] = &[
     .doc(
         "Returns the sorted elements of a list, a set, or a sorted set.",
         "7.0.0",
-    ),
+    )
+    .categories(CATEGORIES),
 ];
+
+/// SORT's ACL data-type categories (it reads lists, sets and sorted sets).
+const CATEGORIES: &[&str] = &["set", "sortedset", "list", "dangerous"];
+
+/// The STORE destination's position, found as Redis's `sortGetKeys` does (LIMIT skips two
+/// arguments, GET and BY one; the last STORE wins).
+fn store_key(args: &Args<'_>) -> Vec<usize> {
+    let mut store = None;
+    let mut i = 2;
+    while i < args.len() {
+        let a = args.arg(i);
+        if is(a, "limit") {
+            i += 2;
+        } else if is(a, "get") || is(a, "by") {
+            i += 1;
+        } else if is(a, "store") && i + 1 < args.len() {
+            store = Some(i + 1);
+            i += 1;
+        }
+        i += 1;
+    }
+    store.into_iter().collect()
+}
 
 fn sort(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
     sort_generic(ctx, args, false)
