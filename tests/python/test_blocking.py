@@ -274,3 +274,46 @@ def test_many_waiters_many_writers(server, r):
     got = sorted(c.join()[1] for c in calls)
     assert got == sorted(f"{i}-{j}".encode() for i in range(4) for j in range(n // 4))
     assert r.info("clients")["blocked_clients"] == 0
+
+
+def test_bzpopmin_bzpopmax(server, r, r3):
+    r.zadd("z", {"a": 1, "b": 2, "c": 3})
+    assert r.bzpopmin(["none", "z"], 0) == (b"z", b"a", 1.0)
+    assert r.bzpopmax(["z"], 0) == (b"z", b"c", 3.0)
+    assert r3.execute_command("BZPOPMIN", "z", 0) == [b"z", b"b", 2.0]
+    assert r.exists("z") == 0
+    c = Call(server, "BZPOPMAX", "z1", "z2", 0)
+    wait_blocked(r, 1)
+    r.zadd("z2", {"x": 5, "y": 7})
+    assert c.join() == [b"z2", b"y", 7.0]
+    assert r.bzpopmin(["none"], 0.01) is None
+    r.set("s", "v")
+    with pytest.raises(redis.ResponseError, match="WRONGTYPE"):
+        r.bzpopmin(["s"], 0)
+    with pytest.raises(redis.ResponseError, match="timeout is negative"):
+        r.bzpopmin(["z"], -1)
+
+
+def test_bzmpop(server, r):
+    r.zadd("z", {"a": 1, "b": 2, "c": 3})
+    assert r.execute_command("BZMPOP", 0, 2, "none", "z", "MAX", "COUNT", 2) == [
+        b"z", [[b"c", b"3"], [b"b", b"2"]]]
+    c = Call(server, "BZMPOP", 0, 1, "zz", "MIN", "COUNT", 10)
+    wait_blocked(r, 1)
+    r.zadd("zz", {"m": 1, "n": 2})
+    assert c.join() == [b"zz", [[b"m", b"1"], [b"n", b"2"]]]
+    assert r.execute_command("BZMPOP", 0.01, 1, "none", "MIN") is None
+    with pytest.raises(redis.ResponseError, match="numkeys"):
+        r.execute_command("BZMPOP", 0, 0, "z", "MIN")
+
+
+def test_blocked_on_list_ignores_zset_and_the_reverse(server, r):
+    cl = Call(server, "BLPOP", "k", 0)
+    wait_blocked(r, 1)
+    cz = Call(server, "BZPOPMIN", "k", 0)
+    wait_blocked(r, 2)
+    r.zadd("k", {"m": 1})
+    assert cz.join() == [b"k", b"m", 1.0]
+    assert r.info("clients")["blocked_clients"] == 1
+    r.rpush("k", "v")
+    assert cl.join() == [b"k", b"v"]

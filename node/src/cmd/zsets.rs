@@ -1,7 +1,8 @@
 //! Sorted-set commands: ZADD, ZINCRBY, ZSCORE, ZMSCORE, ZCARD, ZRANK, ZREVRANK, ZCOUNT,
 //! ZLEXCOUNT, ZRANGE and its legacy forms (ZREVRANGE, ZRANGEBYSCORE, ZREVRANGEBYSCORE,
 //! ZRANGEBYLEX, ZREVRANGEBYLEX), ZRANGESTORE, ZREM, ZREMRANGEBYRANK/BYSCORE/BYLEX,
-//! ZPOPMIN, ZPOPMAX, ZRANDMEMBER, ZSCAN, and the set algebra ZUNION, ZINTER, ZDIFF (and
+//! ZPOPMIN, ZPOPMAX, ZMPOP, the blocking BZPOPMIN, BZPOPMAX and BZMPOP, ZRANDMEMBER, ZSCAN,
+//! and the set algebra ZUNION, ZINTER, ZDIFF (and
 //! their STORE forms) and ZINTERCARD, with Redis 7.2's replies and error texts. The set
 //! algebra also accepts plain sets as inputs, each member scoring 1, as Redis does.
 //!
@@ -17,8 +18,9 @@ use storage::set::Elem;
 use storage::zset::{AddResult, ZSet};
 use storage::Value;
 
+use crate::blocking::TimeoutReply;
 use crate::cmd::util::{
-    is, parse_cursor, parse_f64, parse_float, parse_i64, parse_scan_opts, ScanOpts,
+    is, parse_cursor, parse_f64, parse_float, parse_i64, parse_scan_opts, parse_timeout, ScanOpts,
 };
 use crate::ctx::Ctx;
 use crate::error::{CmdError, CmdResult};
@@ -116,6 +118,19 @@ pub static COMMANDS: &[CommandSpec] = &[
         "7.0.0",
     )
     .numkeys(1),
+    CommandSpec::new("bzpopmin", -3, WRITE | FAST | BLOCKING, (1, -2, 1), Z, bzpopmin).doc(
+        "Removes and returns the member with the lowest score from one or more sorted sets. Blocks until a member is available otherwise. Deletes the sorted set if the last element was popped.",
+        "5.0.0",
+    ),
+    CommandSpec::new("bzpopmax", -3, WRITE | FAST | BLOCKING, (1, -2, 1), Z, bzpopmax).doc(
+        "Removes and returns the member with the highest score from one or more sorted sets. Blocks until a member available otherwise. Deletes the sorted set if the last element was popped.",
+        "5.0.0",
+    ),
+    CommandSpec::new("bzmpop", -5, WRITE | BLOCKING | MOVABLE_KEYS, (0, 0, 0), Z, bzmpop).doc(
+        "Removes and returns a member by score from one or more sorted sets. Blocks until a member is available otherwise. Deletes the sorted set if the last element was popped.",
+        "7.0.0",
+    )
+    .numkeys(2),
 ];
 
 // ------------------------------------------------------------------------------------------
@@ -1403,11 +1418,23 @@ fn zintercard(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
 // ZMPOP
 
 fn zmpop(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
-    let numkeys = parse_i64(args.arg(1))
+    if !zmpop_generic(ctx, args, 1)?.is_empty() {
+        ctx.out.null_array();
+    }
+    Ok(())
+}
+
+/// ZMPOP / BZMPOP from `numkeys` at `at`: pops and replies, or returns the keys to wait on
+/// (nothing written) when every sorted set is empty.
+fn zmpop_generic(ctx: &mut Ctx<'_>, args: Args<'_>, at: usize) -> Result<Vec<Vec<u8>>, CmdError> {
+    let numkeys = parse_i64(args.arg(at))
         .ok()
         .filter(|n| *n >= 1)
         .ok_or_else(|| CmdError::err("numkeys should be greater than 0"))?;
-    let where_idx = match usize::try_from(numkeys).ok().and_then(|n| n.checked_add(2)) {
+    let where_idx = match usize::try_from(numkeys)
+        .ok()
+        .and_then(|n| n.checked_add(at + 1))
+    {
         Some(w) if w < args.len() => w,
         _ => return Err(CmdError::Syntax),
     };
@@ -1434,10 +1461,10 @@ fn zmpop(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
         }
     }
     let count = count.unwrap_or(1);
-    let keys: Vec<&[u8]> = (2..where_idx).map(|i| args.arg(i)).collect();
+    let keys: Vec<&[u8]> = (at + 1..where_idx).map(|i| args.arg(i)).collect();
     let db = ctx.db();
     let mut g = ctx.lock_keys(keys.iter().copied());
-    for k in keys {
+    for &k in &keys {
         let Some(e) = g.get(db, k) else { continue };
         let z = as_zset_mut(&mut e.value)?;
         let len = z.len();
@@ -1462,9 +1489,68 @@ fn zmpop(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
             ctx.out.bulk(m);
             ctx.out.double(*s);
         }
+        return Ok(Vec::new());
+    }
+    drop(g);
+    Ok(keys.iter().map(|k| k.to_vec()).collect())
+}
+
+// ------------------------------------------------------------------------------------------
+// Blocking pops
+
+/// BZPOPMIN / BZPOPMAX: pops one member from the first non-empty sorted set, or blocks.
+fn bzpop_generic(ctx: &mut Ctx<'_>, args: Args<'_>, max: bool) -> CmdResult {
+    let last = args.len() - 1;
+    let deadline = parse_timeout(args.arg(last))?;
+    let keys: Vec<&[u8]> = (1..last).map(|i| args.arg(i)).collect();
+    let db = ctx.db();
+    let mut g = ctx.lock_keys(keys.iter().copied());
+    for &k in &keys {
+        let Some(e) = g.get(db, k) else { continue };
+        let z = as_zset_mut(&mut e.value)?;
+        let len = z.len();
+        if len == 0 {
+            continue;
+        }
+        let mut items = if max {
+            z.remove_range(len - 1, len)
+        } else {
+            z.remove_range(0, 1)
+        };
+        let removed = if z.is_empty() { g.remove(db, k) } else { None };
+        drop(g);
+        drop(removed);
+        let Some((score, member)) = items.pop() else {
+            return Err(CmdError::err("internal error: empty pop"));
+        };
+        ctx.out.array(3);
+        ctx.out.bulk(k);
+        ctx.out.bulk(&member);
+        ctx.out.double(score);
         return Ok(());
     }
     drop(g);
-    ctx.out.null_array();
+    ctx.block(
+        keys.iter().map(|k| k.to_vec()).collect(),
+        deadline,
+        TimeoutReply::NullArray,
+    );
+    Ok(())
+}
+
+fn bzpopmin(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
+    bzpop_generic(ctx, args, false)
+}
+
+fn bzpopmax(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
+    bzpop_generic(ctx, args, true)
+}
+
+fn bzmpop(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
+    let deadline = parse_timeout(args.arg(1))?;
+    let keys = zmpop_generic(ctx, args, 2)?;
+    if !keys.is_empty() {
+        ctx.block(keys, deadline, TimeoutReply::NullArray);
+    }
     Ok(())
 }
