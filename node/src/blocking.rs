@@ -56,6 +56,12 @@ pub struct BlockRequest {
     pub deadline: Option<Instant>,
     /// The reply on timeout.
     pub on_timeout: TimeoutReply,
+    /// Arguments to run again instead of the original ones (XREAD turns `$` into the
+    /// stream's last id at the time it blocks).
+    pub rewrite: Option<Vec<Vec<u8>>>,
+    /// Deliver an error the command gives when run again (XREADGROUP on a deleted stream
+    /// or group) instead of staying blocked.
+    pub serve_errors: bool,
 }
 
 /// How a blocked client is woken.
@@ -87,24 +93,31 @@ pub struct Waiter {
     pub keys: Vec<Vec<u8>>,
     /// Where the reply goes.
     pub tx: oneshot::Sender<Wake>,
+    /// Whether an error from a run is delivered (see [`BlockRequest::serve_errors`]).
+    pub serve_errors: bool,
 }
 
 impl Waiter {
-    /// A waiter for the command in `args`.
+    /// A waiter for the command in `args` (or `req.rewrite`), blocked as `req` asks.
     pub fn new(
         client: &Client,
         proto: Protocol,
         cmd_index: usize,
         args: Args<'_>,
-        keys: Vec<Vec<u8>>,
+        req: BlockRequest,
         tx: oneshot::Sender<Wake>,
     ) -> Self {
         let mut data = Vec::new();
         let mut spans = Vec::with_capacity(args.len());
-        for a in args.iter() {
+        let mut add = |a: &[u8]| {
             spans.push((data.len(), data.len() + a.len()));
             data.extend_from_slice(a);
+        };
+        match &req.rewrite {
+            Some(r) => r.iter().for_each(|a| add(a)),
+            None => args.iter().for_each(add),
         }
+        let (keys, serve_errors) = (req.keys, req.serve_errors);
         Waiter {
             info: client.info.clone(),
             db: client.db,
@@ -114,6 +127,7 @@ impl Waiter {
             spans,
             keys,
             tx,
+            serve_errors,
         }
     }
 }
@@ -282,8 +296,12 @@ fn run_waiter(
     };
     // Still nothing to take, or a key now of another type: stay blocked (Redis serves a
     // waiter only when a ready key holds the type it waits for).
-    if client.block_request.is_some() || result.is_err() {
+    if client.block_request.is_some() || (result.is_err() && !w.serve_errors) {
         return None;
+    }
+    if let Err(e) = result {
+        out.clear();
+        out.error(&e.to_string());
     }
     let mut ready = std::mem::take(&mut client.ready_keys);
     if spec.has(flags::WRITE) {

@@ -352,12 +352,13 @@ async fn execute(
                 if let Some(req) = client.block_request.take() {
                     if r.is_ok() {
                         let (tx, rx) = oneshot::channel();
-                        let waiter = Waiter::new(client, out.protocol(), idx, args, req.keys, tx);
+                        let (deadline, on_timeout) = (req.deadline, req.on_timeout);
+                        let waiter = Waiter::new(client, out.protocol(), idx, args, req, tx);
                         return Some(Blocked {
                             waiter,
                             rx,
-                            deadline: req.deadline,
-                            on_timeout: req.on_timeout,
+                            deadline,
+                            on_timeout,
                         });
                     }
                 }

@@ -64,7 +64,21 @@ impl<'a> Ctx<'a> {
             keys,
             deadline,
             on_timeout,
+            rewrite: None,
+            serve_errors: false,
         });
+    }
+
+    /// As [`Ctx::block`], with the arguments to run again (`rewrite`) and whether an error
+    /// from such a run is delivered rather than kept blocked (`serve_errors`). Returns false
+    /// (after answering `on_timeout`) inside MULTI/EXEC or a script.
+    pub fn block_with(&mut self, req: BlockRequest) -> bool {
+        if self.client.block_mode == BlockMode::NoBlock {
+            req.on_timeout.write(self.out);
+            return false;
+        }
+        self.client.block_request = Some(req);
+        true
     }
 
     /// Marks `key` in `db` as written, for clients blocked on it (keys outside the

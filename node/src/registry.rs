@@ -99,6 +99,8 @@ pub enum Group {
     HyperLogLog,
     /// Geospatial indexes (sorted sets of geohashes).
     Geo,
+    /// Streams.
+    Stream,
 }
 
 impl Group {
@@ -116,6 +118,7 @@ impl Group {
             Group::Bitmap => "bitmap",
             Group::HyperLogLog => "hyperloglog",
             Group::Geo => "geo",
+            Group::Stream => "stream",
         }
     }
 }
@@ -286,6 +289,7 @@ impl CommandSpec {
             Group::Bitmap => v.push("bitmap"),
             Group::HyperLogLog => v.push("hyperloglog"),
             Group::Geo => v.push("geo"),
+            Group::Stream => v.push("stream"),
         }
         v
     }

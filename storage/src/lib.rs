@@ -6,7 +6,7 @@
 //! - [`table`]: one database's slice of a shard: a hash table of [`Entry`] plus an ordered
 //!   expiry index (nanosecond deadlines) used by lazy and active expiry.
 //! - [`value`]: the value types ([`Value`], [`RString`]); [`list`], [`hash`], [`set`] and
-//!   [`zset`] hold the collection types.
+//!   [`zset`] hold the collection types, [`stream`] the stream type.
 //! - [`pattern`]: Redis glob matching (KEYS, SCAN MATCH, CONFIG GET).
 //! - [`clock`]: wall-clock time in nanoseconds.
 #![deny(missing_docs)]
@@ -17,6 +17,7 @@ pub mod keyspace;
 pub mod list;
 pub mod pattern;
 pub mod set;
+pub mod stream;
 pub mod table;
 pub mod value;
 pub mod zset;

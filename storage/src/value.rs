@@ -5,6 +5,7 @@
 use crate::hash::Hash;
 use crate::list::List;
 use crate::set::Set;
+use crate::stream::Stream;
 use crate::zset::ZSet;
 
 /// Longest string kept in the compact `embstr` form (Redis's `OBJ_ENCODING_EMBSTR_SIZE_LIMIT`).
@@ -24,6 +25,8 @@ pub enum Value {
     Set(Box<Set>),
     /// A sorted set.
     ZSet(Box<ZSet>),
+    /// A stream.
+    Stream(Box<Stream>),
 }
 
 impl Value {
@@ -35,6 +38,7 @@ impl Value {
             Value::Hash(_) => "hash",
             Value::Set(_) => "set",
             Value::ZSet(_) => "zset",
+            Value::Stream(_) => "stream",
         }
     }
 
@@ -46,6 +50,7 @@ impl Value {
             Value::Hash(h) => h.encoding(),
             Value::Set(s) => s.encoding(),
             Value::ZSet(z) => z.encoding(),
+            Value::Stream(x) => x.encoding(),
         }
     }
 
@@ -57,6 +62,7 @@ impl Value {
             Value::Hash(h) => h.heap_size(),
             Value::Set(s) => s.heap_size(),
             Value::ZSet(z) => z.heap_size(),
+            Value::Stream(x) => x.heap_size(),
         }
     }
 }

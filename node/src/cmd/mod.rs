@@ -13,6 +13,7 @@ pub mod lists;
 pub mod server;
 pub mod sets;
 pub mod sort;
+pub mod streams;
 pub mod strings;
 pub mod util;
 pub mod zsets;
@@ -35,5 +36,6 @@ pub fn families() -> Vec<&'static [CommandSpec]> {
         hll::COMMANDS,
         geo::COMMANDS,
         sort::COMMANDS,
+        streams::COMMANDS,
     ]
 }
