@@ -23,8 +23,7 @@ use storage::clock;
 use tokio::sync::oneshot;
 
 use crate::client::{BlockMode, Client, ClientInfo};
-use crate::ctx::Ctx;
-use crate::registry::flags;
+use crate::ctx::{run_command, Ctx};
 use crate::server::Server;
 use crate::stats::WorkerStats;
 
@@ -276,8 +275,6 @@ fn run_waiter(
     stats: &WorkerStats,
     w: &Waiter,
 ) -> Option<(Vec<u8>, ReadyKeys)> {
-    let spec = server.registry.entry(w.cmd_index).spec;
-    let handler = spec.handler?;
     let mut client = Client::new(w.info.clone(), true);
     client.db = w.db;
     client.block_mode = BlockMode::Retry;
@@ -292,7 +289,7 @@ fn run_waiter(
             now: clock::now_ns(),
             cmd_index: w.cmd_index,
         };
-        handler(&mut ctx, args)
+        run_command(&mut ctx, w.cmd_index, args)
     };
     // Still nothing to take, or a key now of another type: stay blocked (Redis serves a
     // waiter only when a ready key holds the type it waits for).
@@ -303,11 +300,6 @@ fn run_waiter(
         out.clear();
         out.error(&e.to_string());
     }
-    let mut ready = std::mem::take(&mut client.ready_keys);
-    if spec.has(flags::WRITE) {
-        for p in spec.key_positions(&args) {
-            ready.push((w.db, args.arg(p).to_vec()));
-        }
-    }
+    let ready = std::mem::take(&mut client.ready_keys);
     Some((out.buffer().to_vec(), ready))
 }

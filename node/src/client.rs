@@ -44,6 +44,10 @@ pub struct ClientInfo {
     pub killed: AtomicBool,
     /// Wakes the connection task when `killed` is set.
     pub kill_notify: Notify,
+    /// Set when a key this client watches is written (EXEC then aborts).
+    pub watch_dirty: AtomicBool,
+    /// Commands queued in MULTI; -1 outside MULTI (CLIENT LIST `multi=`).
+    pub multi_len: std::sync::atomic::AtomicI64,
 }
 
 impl ClientInfo {
@@ -65,6 +69,8 @@ impl ClientInfo {
             qbuf: AtomicUsize::new(0),
             killed: AtomicBool::new(false),
             kill_notify: Notify::new(),
+            watch_dirty: AtomicBool::new(false),
+            multi_len: std::sync::atomic::AtomicI64::new(-1),
         }
     }
 
@@ -156,6 +162,46 @@ pub struct Client {
     pub block_request: Option<crate::blocking::BlockRequest>,
     /// Keys written that blocked clients may wait on, beyond the command's own keys.
     pub ready_keys: crate::blocking::ReadyKeys,
+    /// The transaction being queued (between MULTI and EXEC/DISCARD).
+    pub multi: Option<Multi>,
+    /// Keys this client watches.
+    pub watched: Vec<crate::watch::Watched>,
+}
+
+/// A transaction being queued.
+#[derive(Default)]
+pub struct Multi {
+    /// Queued commands.
+    pub queued: Vec<Queued>,
+    /// Set by an error while queueing: EXEC answers EXECABORT.
+    pub dirty: bool,
+}
+
+/// One queued command: its registry index and its arguments.
+pub struct Queued {
+    /// Registry index.
+    pub cmd_index: usize,
+    /// Argument bytes, concatenated.
+    pub data: Vec<u8>,
+    /// Argument spans into `data`.
+    pub spans: Vec<(usize, usize)>,
+}
+
+impl Queued {
+    /// Copies `args` for later.
+    pub fn new(cmd_index: usize, args: resp::Args<'_>) -> Self {
+        let mut data = Vec::new();
+        let mut spans = Vec::with_capacity(args.len());
+        for a in args.iter() {
+            spans.push((data.len(), data.len() + a.len()));
+            data.extend_from_slice(a);
+        }
+        Queued {
+            cmd_index,
+            data,
+            spans,
+        }
+    }
 }
 
 /// What a blocking command does when there is nothing to take.
@@ -181,6 +227,8 @@ impl Client {
             block_mode: BlockMode::Normal,
             block_request: None,
             ready_keys: Vec::new(),
+            multi: None,
+            watched: Vec::new(),
         }
     }
 

@@ -13,9 +13,10 @@ use tokio::sync::oneshot;
 use tracing::debug;
 
 use crate::blocking::{TimeoutReply, Waiter, Wake};
-use crate::client::{Client, ClientInfo, ReplyMode};
-use crate::ctx::Ctx;
+use crate::client::{Client, ClientInfo, Queued, ReplyMode};
+use crate::ctx::{run_command, Ctx};
 use crate::error::CmdError;
+use crate::registry::flags;
 use crate::server::Server;
 use crate::stats::WorkerStats;
 
@@ -69,6 +70,8 @@ pub async fn serve(
     if let Err(e) = conn.run(stream).await {
         debug!(client = id, "connection closed: {e}");
     }
+    let watched = std::mem::take(&mut conn.client.watched);
+    server.watches.unwatch_all(&conn.client.info, &watched);
     server.clients.remove(id);
     server.connected.fetch_sub(1, Relaxed);
 }
@@ -219,7 +222,11 @@ impl Conn {
             deadline,
             on_timeout,
         } = b;
-        if let Some(reply) = server.blocking.block(&server, &self.stats, waiter) {
+        let first = {
+            let _gate = self.stats.gate.lock();
+            server.blocking.block(&server, &self.stats, waiter)
+        };
+        if let Some(reply) = first {
             self.out.buffer_mut().extend_from_slice(&reply);
             self.after_block(&server);
             return Ok(false);
@@ -293,6 +300,7 @@ impl Conn {
     /// Serves clients blocked on keys written by this client's served command.
     fn after_block(&mut self, server: &Arc<Server>) {
         if !self.client.ready_keys.is_empty() {
+            let _gate = self.stats.gate.lock();
             server
                 .blocking
                 .serve(server, &self.stats, &mut self.client.ready_keys);
@@ -317,6 +325,9 @@ async fn execute(
     }
     let mark = out.len();
     let reg = &server.registry;
+    // Errors found before a command runs make a transaction being queued fail at EXEC
+    // (Redis's flagTransaction); errors of MULTI/WATCH themselves do not.
+    let mut rejected = true;
     let result = match resolve(server, args) {
         Err(e) => Err(e),
         Ok(idx) => {
@@ -325,10 +336,22 @@ async fn execute(
             if !spec.arity_ok(args.len()) {
                 WorkerStats::add(&cstat.rejected, 1);
                 Err(CmdError::Arity(reg.entry(idx).full_name.clone()))
-            } else if !client.authenticated && !spec.has(crate::registry::flags::NO_AUTH) {
+            } else if !client.authenticated && !spec.has(flags::NO_AUTH) {
                 WorkerStats::add(&cstat.rejected, 1);
                 Err(CmdError::raw("NOAUTH Authentication required."))
+            } else if client.multi.is_some() && !spec.has(flags::TX_CONTROL) {
+                if spec.has(flags::NO_MULTI) {
+                    Err(CmdError::err("Command not allowed inside a transaction"))
+                } else {
+                    if let Some(m) = client.multi.as_mut() {
+                        m.queued.push(Queued::new(idx, args));
+                        client.info.multi_len.store(m.queued.len() as i64, Relaxed);
+                    }
+                    out.simple(b"QUEUED");
+                    Ok(())
+                }
             } else {
+                rejected = false;
                 while let Some(wait) = server.pause.wait_for(spec) {
                     tokio::select! {
                         _ = tokio::time::sleep(wait) => {}
@@ -336,7 +359,9 @@ async fn execute(
                     }
                 }
                 client.info.last_cmd.store(idx + 1, Relaxed);
-                let t0 = Instant::now();
+                // EXEC (and scripts) take every worker's gate themselves.
+                let exclusive = spec.has(flags::EXCLUSIVE);
+                let gate = (!exclusive).then(|| stats.gate.lock());
                 let mut ctx = Ctx {
                     server,
                     client,
@@ -345,10 +370,7 @@ async fn execute(
                     now: clock::now_ns(),
                     cmd_index: idx,
                 };
-                let r = match spec.handler {
-                    Some(h) => h(&mut ctx, args),
-                    None => Err(CmdError::err("no handler")),
-                };
+                let r = run_command(&mut ctx, idx, args);
                 if let Some(req) = client.block_request.take() {
                     if r.is_ok() {
                         let (tx, rx) = oneshot::channel();
@@ -362,25 +384,19 @@ async fn execute(
                         });
                     }
                 }
-                if spec.has(crate::registry::flags::WRITE) && server.blocking.active() {
-                    for p in spec.key_positions(&args) {
-                        client.ready_keys.push((client.db, args.arg(p).to_vec()));
-                    }
-                }
                 if !client.ready_keys.is_empty() {
+                    let _gate = gate.is_none().then(|| stats.gate.lock());
                     server.blocking.serve(server, stats, &mut client.ready_keys);
                 }
-                WorkerStats::add(&cstat.calls, 1);
-                WorkerStats::add(&cstat.usec, t0.elapsed().as_micros() as u64);
-                if r.is_err() {
-                    WorkerStats::add(&cstat.failed, 1);
-                }
-                WorkerStats::add(&stats.commands, 1);
+                drop(gate);
                 r
             }
         }
     };
     if let Err(e) = result {
+        if let Some(m) = client.multi.as_mut() {
+            m.dirty |= rejected;
+        }
         out.truncate(mark);
         out.error(&e.to_string());
         WorkerStats::add(&stats.error_replies, 1);

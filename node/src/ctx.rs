@@ -3,11 +3,13 @@
 
 use std::sync::Arc;
 
-use resp::ReplyWriter;
+use resp::{Args, ReplyWriter};
 use storage::{KeyGuard, Keyspace, MultiGuard};
 
 use crate::blocking::{BlockRequest, TimeoutReply};
 use crate::client::{BlockMode, Client};
+use crate::error::{CmdError, CmdResult};
+use crate::registry::{flags, CommandSpec};
 use crate::server::Server;
 use crate::stats::WorkerStats;
 
@@ -89,6 +91,13 @@ impl<'a> Ctx<'a> {
         }
     }
 
+    /// Marks `key` in `db` as written for WATCH and blocked clients (beyond the command's
+    /// own key arguments, which the dispatcher handles).
+    pub fn touched(&mut self, db: usize, key: &[u8]) {
+        self.ready(db, key);
+        self.server.watches.touch(db, key);
+    }
+
     /// Counts a keyspace hit or miss (INFO keyspace_hits / keyspace_misses).
     pub fn hit(&self, found: bool) {
         WorkerStats::add(
@@ -99,5 +108,50 @@ impl<'a> Ctx<'a> {
             },
             1,
         );
+    }
+}
+
+/// Runs registry entry `idx` with `args` in `ctx` (the command's checks already done),
+/// counts it, and records the keys a successful write touched (see [`note_writes`]).
+pub fn run_command(ctx: &mut Ctx<'_>, idx: usize, args: Args<'_>) -> CmdResult {
+    let spec = ctx.server.registry.entry(idx).spec;
+    let cstat = &ctx.stats.cmd[idx];
+    let saved = std::mem::replace(&mut ctx.cmd_index, idx);
+    let t0 = std::time::Instant::now();
+    let r = match spec.handler {
+        Some(h) => h(ctx, args),
+        None => Err(CmdError::err("no handler")),
+    };
+    ctx.cmd_index = saved;
+    WorkerStats::add(&cstat.calls, 1);
+    WorkerStats::add(&cstat.usec, t0.elapsed().as_micros() as u64);
+    WorkerStats::add(&ctx.stats.commands, 1);
+    if r.is_err() {
+        WorkerStats::add(&cstat.failed, 1);
+    } else {
+        note_writes(ctx.server, ctx.client, spec, &args);
+    }
+    r
+}
+
+/// After a successful write: its key arguments are ready for blocked clients and touched
+/// for WATCH (one atomic load each when nobody blocks or watches). A command that asked to
+/// block wrote nothing.
+pub fn note_writes(server: &Server, client: &mut Client, spec: &CommandSpec, args: &Args<'_>) {
+    if !spec.has(flags::WRITE) || client.block_request.is_some() {
+        return;
+    }
+    let (blocking, watching) = (server.blocking.active(), server.watches.active());
+    if !blocking && !watching {
+        return;
+    }
+    for p in spec.key_positions(args) {
+        let key = args.arg(p);
+        if blocking {
+            client.ready_keys.push((client.db, key.to_vec()));
+        }
+        if watching {
+            server.watches.touch(client.db, key);
+        }
     }
 }

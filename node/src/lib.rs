@@ -8,6 +8,7 @@
 //!   arity, COMMAND, key positions and statistics.
 //! - [`cmd`]: command families, one file each, each exporting its `COMMANDS` table.
 //! - [`blocking`]: clients blocked on keys (BLPOP ...), served by the writer's thread.
+//! - [`watch`]: WATCH bookkeeping; EXEC runs alone behind every worker's gate.
 //! - [`ctx`], [`client`], [`stats`], [`error`]: what handlers see and report.
 #![deny(missing_docs)]
 
@@ -21,3 +22,4 @@ pub mod error;
 pub mod registry;
 pub mod server;
 pub mod stats;
+pub mod watch;

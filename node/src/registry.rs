@@ -51,6 +51,10 @@ pub mod flags {
     pub const SKIP_MONITOR: u32 = 1 << 15;
     /// Keys are found by a command-specific rule.
     pub const MOVABLE_KEYS: u32 = 1 << 16;
+    /// Internal: not queued inside MULTI (EXEC, DISCARD, MULTI, WATCH, QUIT, RESET).
+    pub const TX_CONTROL: u32 = 1 << 17;
+    /// Internal: runs alone, holding every worker's gate (EXEC, scripts).
+    pub const EXCLUSIVE: u32 = 1 << 18;
 
     /// (flag, name) pairs in COMMAND INFO order.
     pub const NAMES: &[(u32, &str)] = &[
@@ -101,6 +105,8 @@ pub enum Group {
     Geo,
     /// Streams.
     Stream,
+    /// Transactions.
+    Transactions,
 }
 
 impl Group {
@@ -119,6 +125,7 @@ impl Group {
             Group::HyperLogLog => "hyperloglog",
             Group::Geo => "geo",
             Group::Stream => "stream",
+            Group::Transactions => "transactions",
         }
     }
 }
@@ -290,6 +297,7 @@ impl CommandSpec {
             Group::HyperLogLog => v.push("hyperloglog"),
             Group::Geo => v.push("geo"),
             Group::Stream => v.push("stream"),
+            Group::Transactions => v.push("transaction"),
         }
         v
     }

@@ -128,6 +128,8 @@ pub struct Server {
     pub pause: Pause,
     /// Clients blocked on keys.
     pub blocking: crate::blocking::Blocking,
+    /// Keys watched by clients (WATCH).
+    pub watches: crate::watch::Watches,
     /// Set when SHUTDOWN or a signal asks the node to stop.
     pub shutting_down: AtomicBool,
     /// Wakes the acceptor to shut down.
@@ -172,12 +174,19 @@ impl Server {
             expired_base: AtomicU64::new(0),
             pause: Pause::default(),
             blocking: Default::default(),
+            watches: Default::default(),
             shutting_down: AtomicBool::new(false),
             shutdown: Notify::new(),
             log_reload,
         };
         s.apply_config();
         s
+    }
+
+    /// Takes every worker's gate, in order: no other command runs until they are dropped
+    /// (EXEC, scripts). The caller must not hold its own worker's gate.
+    pub fn lock_gates(&self) -> Vec<parking_lot::MutexGuard<'_, ()>> {
+        self.workers.iter().map(|w| w.gate.lock()).collect()
     }
 
     /// Copies configuration values into [`Live`] and applies side effects.

@@ -34,6 +34,9 @@ pub struct WorkerStats {
     pub error_replies: AtomicU64,
     /// Per-command statistics, indexed like the registry.
     pub cmd: Box<[CmdStat]>,
+    /// Held by this worker while it runs a command; EXEC and scripts take every worker's
+    /// gate to run alone (uncontended otherwise: only this worker takes it).
+    pub gate: parking_lot::Mutex<()>,
 }
 
 impl WorkerStats {
@@ -48,6 +51,7 @@ impl WorkerStats {
             misses: AtomicU64::new(0),
             error_replies: AtomicU64::new(0),
             cmd: (0..commands).map(|_| CmdStat::default()).collect(),
+            gate: parking_lot::Mutex::new(()),
         }
     }
 

@@ -45,7 +45,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     CommandSpec::new(
         "quit",
         -1,
-        NOSCRIPT | LOADING | STALE | FAST | NO_AUTH | ALLOW_BUSY,
+        NOSCRIPT | LOADING | STALE | FAST | NO_AUTH | ALLOW_BUSY | TX_CONTROL,
         (0, 0, 0),
         C,
         quit,
@@ -54,7 +54,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     CommandSpec::new(
         "reset",
         1,
-        NOSCRIPT | LOADING | STALE | FAST | NO_AUTH | ALLOW_BUSY,
+        NOSCRIPT | LOADING | STALE | FAST | NO_AUTH | ALLOW_BUSY | TX_CONTROL,
         (0, 0, 0),
         C,
         reset,
@@ -301,6 +301,9 @@ fn quit(ctx: &mut Ctx<'_>, _args: Args<'_>) -> CmdResult {
 }
 
 fn reset(ctx: &mut Ctx<'_>, _args: Args<'_>) -> CmdResult {
+    ctx.client.multi = None;
+    ctx.client.info.multi_len.store(-1, Relaxed);
+    crate::cmd::tx::unwatch_all(ctx);
     ctx.client.select(0);
     ctx.client.reply_mode = ReplyMode::On;
     ctx.client.authenticated = !ctx.server.live.auth_required.load(Relaxed);
@@ -343,6 +346,24 @@ fn client_getname(ctx: &mut Ctx<'_>, _args: Args<'_>) -> CmdResult {
     Ok(())
 }
 
+/// CLIENT LIST `flags=`: b (blocked), x (in MULTI), d (watched key touched), N (none).
+fn client_flags(server: &Server, c: &ClientInfo) -> String {
+    let mut f = String::new();
+    if server.blocking.is_blocked(c.id) {
+        f.push('b');
+    }
+    if c.multi_len.load(Relaxed) >= 0 {
+        f.push('x');
+    }
+    if c.watch_dirty.load(Relaxed) {
+        f.push('d');
+    }
+    if f.is_empty() {
+        f.push('N');
+    }
+    f
+}
+
 /// One CLIENT LIST line, Redis 7.2 layout.
 fn describe(server: &Server, c: &ClientInfo) -> String {
     let last = c.last_cmd.load(Relaxed);
@@ -352,7 +373,7 @@ fn describe(server: &Server, c: &ClientInfo) -> String {
         server.registry.entry(last - 1).full_name.clone()
     };
     format!(
-        "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub=0 psub=0 ssub=0 multi=-1 qbuf={} qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd={} user=default redir=-1 resp={} lib-name={} lib-ver={}",
+        "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub=0 psub=0 ssub=0 multi={} qbuf={} qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd={} user=default redir=-1 resp={} lib-name={} lib-ver={}",
         c.id,
         c.addr,
         c.laddr,
@@ -360,8 +381,9 @@ fn describe(server: &Server, c: &ClientInfo) -> String {
         String::from_utf8_lossy(&c.name.lock()),
         c.created.elapsed().as_secs(),
         c.idle_secs(),
-        if server.blocking.is_blocked(c.id) { "b" } else { "N" },
+        client_flags(server, c),
         c.db.load(Relaxed),
+        c.multi_len.load(Relaxed),
         c.qbuf.load(Relaxed),
         cmd,
         c.resp.load(Relaxed),

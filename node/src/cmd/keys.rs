@@ -236,7 +236,7 @@ fn move_cmd(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
     }
     drop(g);
     if moved {
-        ctx.ready(dst, key);
+        ctx.touched(dst, key);
     }
     ctx.out.int(i64::from(moved));
     Ok(())

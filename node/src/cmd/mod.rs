@@ -15,6 +15,7 @@ pub mod sets;
 pub mod sort;
 pub mod streams;
 pub mod strings;
+pub mod tx;
 pub mod util;
 pub mod zsets;
 
@@ -37,5 +38,6 @@ pub fn families() -> Vec<&'static [CommandSpec]> {
         geo::COMMANDS,
         sort::COMMANDS,
         streams::COMMANDS,
+        tx::COMMANDS,
     ]
 }

@@ -209,6 +209,13 @@ fn dispose(tables: Vec<Table>, lazy: bool) {
 /// the tables are taken, so no command sees a half-flushed keyspace.
 fn flush(ctx: &Ctx<'_>, db: Option<usize>, lazy: bool) {
     let dbs = ctx.ks().db_count();
+    let range = match db {
+        Some(d) => d..d + 1,
+        None => 0..dbs,
+    };
+    for d in range {
+        ctx.server.watches.touch_existing(ctx.ks(), d, &[], ctx.now);
+    }
     let mut taken = Vec::new();
     {
         let mut all = ctx.ks().lock_all(ctx.now);
@@ -258,13 +265,16 @@ fn swapdb(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
     if a < 0 || a >= n || b < 0 || b >= n {
         return Err(CmdError::DbIndex);
     }
+    let (a, b) = (a as usize, b as usize);
+    ctx.server.watches.touch_existing(ctx.ks(), a, &[b], ctx.now);
+    ctx.server.watches.touch_existing(ctx.ks(), b, &[a], ctx.now);
     {
         let mut all = ctx.ks().lock_all(ctx.now);
         for shard in all.shards_mut() {
-            shard.swap_dbs(a as usize, b as usize);
+            shard.swap_dbs(a, b);
         }
     }
-    for db in [a as usize, b as usize] {
+    for db in [a, b] {
         ctx.server.blocking.ready_db(db, &mut ctx.client.ready_keys);
     }
     ctx.out.ok();

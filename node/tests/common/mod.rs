@@ -30,32 +30,70 @@ impl Ember {
     /// Starts ember with a config file (which comes first on the command line, as with
     /// redis-server), then the test's port and bind, then `extra` flags.
     pub fn start_with_config(config: Option<&std::path::Path>, extra: &[&str]) -> Ember {
-        let port = free_port();
-        let child = Command::new(env!("CARGO_BIN_EXE_ember"))
-            .args(config)
-            .args([
-                "--port",
-                &port.to_string(),
-                "--bind",
-                "127.0.0.1",
-                "--loglevel",
-                "warning",
-            ])
-            .args(extra)
-            .stdout(Stdio::null())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("spawn ember");
-        let e = Ember { port, child };
+        // Another test may take the same free port between our probe and ember's bind: then
+        // our ember exits (or the port answers with someone else's pid) and we try again.
+        for _ in 0..10 {
+            let port = free_port();
+            let child = Command::new(env!("CARGO_BIN_EXE_ember"))
+                .args(config)
+                .args([
+                    "--port",
+                    &port.to_string(),
+                    "--bind",
+                    "127.0.0.1",
+                    "--loglevel",
+                    "warning",
+                ])
+                .args(extra)
+                .stdout(Stdio::null())
+                .stderr(Stdio::inherit())
+                .spawn()
+                .expect("spawn ember");
+            let mut e = Ember { port, child };
+            if e.wait_ready() {
+                return e;
+            }
+        }
+        panic!("ember did not start");
+    }
+
+    /// Waits until this process answers on its port; false if it exited or another process
+    /// holds the port.
+    fn wait_ready(&mut self) -> bool {
         let deadline = Instant::now() + Duration::from_secs(20);
-        while TcpStream::connect(("127.0.0.1", port)).is_err() {
+        loop {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return false;
+            }
+            if TcpStream::connect(("127.0.0.1", self.port)).is_ok() {
+                let probe = self.client().get_connection().ok().map(|mut c| {
+                    redis::cmd("INFO").arg("server").query::<String>(&mut c)
+                });
+                match probe {
+                    // An error reply (NOAUTH with requirepass): it answers and ours is alive.
+                    Some(Err(e)) if e.kind() != redis::ErrorKind::Io => return true,
+                    Some(Ok(info)) => {
+                        let pid = info
+                            .lines()
+                            .find_map(|l| l.strip_prefix("process_id:"))
+                            .and_then(|v| v.trim().parse::<u32>().ok());
+                        if pid == Some(self.child.id()) {
+                            return true;
+                        }
+                        let _ = self.child.kill();
+                        let _ = self.child.wait();
+                        return false;
+                    }
+                    _ => {}
+                }
+            }
             assert!(
                 Instant::now() < deadline,
-                "ember did not start on port {port}"
+                "ember did not start on port {}",
+                self.port
             );
             std::thread::sleep(Duration::from_millis(20));
         }
-        e
     }
 
     /// A `redis` crate client.

@@ -1,0 +1,180 @@
+//! Transactions: MULTI, EXEC, DISCARD, WATCH, UNWATCH.
+//!
+//! While a client is in MULTI the connection queues its commands (see `conn.rs`); errors
+//! found while queueing (unknown command, arity, a command not allowed in a transaction)
+//! make EXEC answer EXECABORT. EXEC runs the queue holding every worker's gate
+//! ([`crate::server::Server::lock_gates`]), so no command of any other client on any thread
+//! runs in between; runtime errors are replied in place and do not stop the rest. A
+//! watched key touched since WATCH (or expired since) makes EXEC answer a null reply.
+
+use std::sync::atomic::Ordering::Relaxed;
+
+use resp::Args;
+
+use crate::client::{BlockMode, Multi};
+use crate::ctx::{run_command, Ctx};
+use crate::error::{CmdError, CmdResult};
+use crate::registry::{flags::*, CommandSpec, Group};
+use crate::watch::Watched;
+
+const T: Group = Group::Transactions;
+
+/// Transaction commands.
+pub static COMMANDS: &[CommandSpec] = &[
+    CommandSpec::new(
+        "multi",
+        1,
+        NOSCRIPT | LOADING | STALE | FAST | ALLOW_BUSY | TX_CONTROL,
+        (0, 0, 0),
+        T,
+        multi,
+    )
+    .doc("Starts a transaction.", "1.2.0"),
+    CommandSpec::new(
+        "exec",
+        1,
+        NOSCRIPT | LOADING | STALE | SKIP_SLOWLOG | TX_CONTROL | EXCLUSIVE,
+        (0, 0, 0),
+        T,
+        exec,
+    )
+    .doc("Executes all commands in a transaction.", "1.2.0"),
+    CommandSpec::new(
+        "discard",
+        1,
+        NOSCRIPT | LOADING | STALE | FAST | ALLOW_BUSY | TX_CONTROL,
+        (0, 0, 0),
+        T,
+        discard,
+    )
+    .doc("Discards a transaction.", "2.0.0"),
+    CommandSpec::new(
+        "watch",
+        -2,
+        NOSCRIPT | LOADING | STALE | FAST | ALLOW_BUSY | TX_CONTROL,
+        (1, -1, 1),
+        T,
+        watch,
+    )
+    .doc(
+        "Monitors changes to keys to determine the execution of a transaction.",
+        "2.2.0",
+    ),
+    CommandSpec::new(
+        "unwatch",
+        1,
+        NOSCRIPT | LOADING | STALE | FAST | ALLOW_BUSY,
+        (0, 0, 0),
+        T,
+        unwatch,
+    )
+    .doc("Forgets about watched keys of a transaction.", "2.2.0"),
+];
+
+fn multi(ctx: &mut Ctx<'_>, _args: Args<'_>) -> CmdResult {
+    if ctx.client.multi.is_some() {
+        return Err(CmdError::err("MULTI calls can not be nested"));
+    }
+    ctx.client.multi = Some(Multi::default());
+    ctx.client.info.multi_len.store(0, Relaxed);
+    ctx.out.ok();
+    Ok(())
+}
+
+fn discard(ctx: &mut Ctx<'_>, _args: Args<'_>) -> CmdResult {
+    if ctx.client.multi.is_none() {
+        return Err(CmdError::err("DISCARD without MULTI"));
+    }
+    end_multi(ctx);
+    unwatch_all(ctx);
+    ctx.out.ok();
+    Ok(())
+}
+
+fn watch(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
+    if ctx.client.multi.is_some() {
+        return Err(CmdError::err("WATCH inside MULTI is not allowed"));
+    }
+    let db = ctx.db();
+    for key in args.iter().skip(1) {
+        if ctx
+            .client
+            .watched
+            .iter()
+            .any(|w| w.db == db && w.key == key)
+        {
+            continue;
+        }
+        let deadline = {
+            let mut g = ctx.lock(key);
+            g.peek().and_then(|e| e.expire_at())
+        };
+        ctx.server.watches.watch(&ctx.client.info, db, key);
+        ctx.client.watched.push(Watched {
+            db,
+            key: key.to_vec(),
+            deadline,
+        });
+    }
+    ctx.out.ok();
+    Ok(())
+}
+
+fn unwatch(ctx: &mut Ctx<'_>, _args: Args<'_>) -> CmdResult {
+    unwatch_all(ctx);
+    ctx.out.ok();
+    Ok(())
+}
+
+/// Leaves MULTI state.
+fn end_multi(ctx: &mut Ctx<'_>) -> Option<Multi> {
+    ctx.client.info.multi_len.store(-1, Relaxed);
+    ctx.client.multi.take()
+}
+
+/// Forgets every watched key of the client.
+pub fn unwatch_all(ctx: &mut Ctx<'_>) {
+    let keys = std::mem::take(&mut ctx.client.watched);
+    ctx.server.watches.unwatch_all(&ctx.client.info, &keys);
+}
+
+fn exec(ctx: &mut Ctx<'_>, _args: Args<'_>) -> CmdResult {
+    let Some(multi) = end_multi(ctx) else {
+        return Err(CmdError::err("EXEC without MULTI"));
+    };
+    if multi.dirty {
+        unwatch_all(ctx);
+        return Err(CmdError::raw(
+            "EXECABORT Transaction discarded because of previous errors.",
+        ));
+    }
+    let server = ctx.server;
+    let gates = server.lock_gates();
+    let now = ctx.now;
+    let aborted = ctx.client.info.watch_dirty.load(Relaxed)
+        || ctx
+            .client
+            .watched
+            .iter()
+            .any(|w| w.deadline.is_some_and(|d| d <= now));
+    unwatch_all(ctx);
+    if aborted {
+        drop(gates);
+        ctx.out.null_array();
+        return Ok(());
+    }
+    ctx.out.array(multi.queued.len());
+    let saved = ctx.client.block_mode;
+    ctx.client.block_mode = BlockMode::NoBlock;
+    for q in &multi.queued {
+        let args = Args::new(&q.data, &q.spans);
+        let mark = ctx.out.len();
+        if let Err(e) = run_command(ctx, q.cmd_index, args) {
+            ctx.out.truncate(mark);
+            ctx.out.error(&e.to_string());
+        }
+    }
+    ctx.client.block_mode = saved;
+    drop(gates);
+    Ok(())
+}
