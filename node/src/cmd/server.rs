@@ -266,8 +266,12 @@ fn swapdb(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
         return Err(CmdError::DbIndex);
     }
     let (a, b) = (a as usize, b as usize);
-    ctx.server.watches.touch_existing(ctx.ks(), a, &[b], ctx.now);
-    ctx.server.watches.touch_existing(ctx.ks(), b, &[a], ctx.now);
+    ctx.server
+        .watches
+        .touch_existing(ctx.ks(), a, &[b], ctx.now);
+    ctx.server
+        .watches
+        .touch_existing(ctx.ks(), b, &[a], ctx.now);
     {
         let mut all = ctx.ks().lock_all(ctx.now);
         for shard in all.shards_mut() {

@@ -66,9 +66,11 @@ impl Ember {
                 return false;
             }
             if TcpStream::connect(("127.0.0.1", self.port)).is_ok() {
-                let probe = self.client().get_connection().ok().map(|mut c| {
-                    redis::cmd("INFO").arg("server").query::<String>(&mut c)
-                });
+                let probe = self
+                    .client()
+                    .get_connection()
+                    .ok()
+                    .map(|mut c| redis::cmd("INFO").arg("server").query::<String>(&mut c));
                 match probe {
                     // An error reply (NOAUTH with requirepass): it answers and ours is alive.
                     Some(Err(e)) if e.kind() != redis::ErrorKind::Io => return true,
