@@ -15,9 +15,10 @@ use tracing::debug;
 use crate::blocking::{TimeoutReply, Waiter, Wake};
 use crate::client::{Client, ClientInfo, Queued, ReplyMode};
 use crate::ctx::{run_command, Ctx};
-use crate::error::CmdError;
-use crate::registry::flags;
+use crate::error::{CmdError, CmdResult};
+use crate::registry::{flags, CommandSpec};
 use crate::server::Server;
+use crate::server::BUSY_FUNCTION;
 use crate::stats::WorkerStats;
 
 /// Replies are flushed early once the output buffer passes this size.
@@ -360,8 +361,14 @@ async fn execute(
                 }
                 client.info.last_cmd.store(idx + 1, Relaxed);
                 // EXEC (and scripts) take every worker's gate themselves.
-                let exclusive = spec.has(flags::EXCLUSIVE);
-                let gate = (!exclusive).then(|| stats.gate.lock());
+                let gate = if spec.has(flags::EXCLUSIVE) {
+                    None
+                } else {
+                    match acquire_gate(server, stats, spec) {
+                        Ok(g) => g,
+                        Err(e) => return finish(stats, client, out, mark, Err(e), false),
+                    }
+                };
                 let mut ctx = Ctx {
                     server,
                     client,
@@ -393,6 +400,19 @@ async fn execute(
             }
         }
     };
+    finish(stats, client, out, mark, result, rejected)
+}
+
+/// Writes a command's error (flagging a transaction being queued when the command was
+/// `rejected` before running) and applies CLIENT REPLY OFF/SKIP.
+fn finish(
+    stats: &WorkerStats,
+    client: &mut Client,
+    out: &mut ReplyWriter,
+    mark: usize,
+    result: CmdResult,
+    rejected: bool,
+) -> Option<Blocked> {
     if let Err(e) = result {
         if let Some(m) = client.multi.as_mut() {
             m.dirty |= rejected;
@@ -405,6 +425,38 @@ async fn execute(
         out.truncate(mark);
     }
     None
+}
+
+/// Takes this worker's gate for a command. While a script or function has run past
+/// `busy-reply-threshold` (it holds every gate), commands get `-BUSY`, and ALLOW_BUSY ones
+/// (SCRIPT KILL, SHUTDOWN NOSAVE, ...) run without the gate.
+fn acquire_gate<'s>(
+    server: &Server,
+    stats: &'s WorkerStats,
+    spec: &CommandSpec,
+) -> Result<Option<parking_lot::MutexGuard<'s, ()>>, CmdError> {
+    if let Some(g) = stats.gate.try_lock() {
+        return Ok(Some(g));
+    }
+    loop {
+        if let Some(g) = stats.gate.try_lock_for(Duration::from_millis(2)) {
+            return Ok(Some(g));
+        }
+        match server.busy.load(Relaxed) {
+            0 => {}
+            _ if spec.has(flags::ALLOW_BUSY) => return Ok(None),
+            kind => {
+                let what = if kind == BUSY_FUNCTION {
+                    "FUNCTION"
+                } else {
+                    "SCRIPT"
+                };
+                return Err(CmdError::raw(format!(
+                    "BUSY Redis is busy running a script. You can only call {what} KILL or SHUTDOWN NOSAVE."
+                )));
+            }
+        }
+    }
 }
 
 /// The registry index of the command (or subcommand) named by `args`.

@@ -20,6 +20,11 @@ use crate::config::Config;
 use crate::registry::{flags, CommandSpec, Registry};
 use crate::stats::WorkerStats;
 
+/// [`Server::busy`]: a script (EVAL) is past its busy threshold.
+pub const BUSY_SCRIPT: u8 = 1;
+/// [`Server::busy`]: a function (FCALL) is past its busy threshold.
+pub const BUSY_FUNCTION: u8 = 2;
+
 /// CLIENT PAUSE state.
 #[derive(Default)]
 pub struct Pause {
@@ -128,6 +133,9 @@ pub struct Server {
     pub pause: Pause,
     /// Clients blocked on keys.
     pub blocking: crate::blocking::Blocking,
+    /// Set while a script ([`BUSY_SCRIPT`]) or function ([`BUSY_FUNCTION`]) holding every
+    /// gate has run past `busy-reply-threshold`: other commands then answer `-BUSY`.
+    pub busy: std::sync::atomic::AtomicU8,
     /// Keys watched by clients (WATCH).
     pub watches: crate::watch::Watches,
     /// Set when SHUTDOWN or a signal asks the node to stop.
@@ -174,6 +182,7 @@ impl Server {
             expired_base: AtomicU64::new(0),
             pause: Pause::default(),
             blocking: Default::default(),
+            busy: Default::default(),
             watches: Default::default(),
             shutting_down: AtomicBool::new(false),
             shutdown: Notify::new(),
