@@ -100,6 +100,15 @@ static DIRECTIVES: &[Directive] = &[
         mutable: true,
     },
     Directive {
+        name: "busy-reply-threshold",
+        kind: Kind::Int {
+            min: 0,
+            max: i64::MAX,
+        },
+        default: "5000",
+        mutable: true,
+    },
+    Directive {
         name: "tcp-backlog",
         kind: Kind::Int {
             min: 0,
