@@ -48,6 +48,8 @@ pub struct ClientInfo {
     pub watch_dirty: AtomicBool,
     /// Commands queued in MULTI; -1 outside MULTI (CLIENT LIST `multi=`).
     pub multi_len: std::sync::atomic::AtomicI64,
+    /// Channels, patterns and shard channels subscribed (CLIENT LIST `sub= psub= ssub=`).
+    pub sub_counts: [AtomicUsize; 3],
 }
 
 impl ClientInfo {
@@ -71,6 +73,7 @@ impl ClientInfo {
             kill_notify: Notify::new(),
             watch_dirty: AtomicBool::new(false),
             multi_len: std::sync::atomic::AtomicI64::new(-1),
+            sub_counts: Default::default(),
         }
     }
 
@@ -166,6 +169,76 @@ pub struct Client {
     pub multi: Option<Multi>,
     /// Keys this client watches.
     pub watched: Vec<crate::watch::Watched>,
+    /// Pub/sub subscriptions, once the client subscribed to something.
+    pub subs: Option<Box<Subscriptions>>,
+    /// Messages for this client (read by the connection loop).
+    pub sub_rx: Option<tokio::sync::mpsc::UnboundedReceiver<Vec<u8>>>,
+}
+
+/// A client's pub/sub subscriptions and its mailbox.
+pub struct Subscriptions {
+    /// Where publishers deliver.
+    pub mailbox: Arc<crate::pubsub::Mailbox>,
+    channels: std::collections::HashSet<Vec<u8>>,
+    patterns: std::collections::HashSet<Vec<u8>>,
+    shards: std::collections::HashSet<Vec<u8>>,
+}
+
+impl Subscriptions {
+    /// No subscriptions yet.
+    pub fn new(mailbox: Arc<crate::pubsub::Mailbox>) -> Self {
+        Subscriptions {
+            mailbox,
+            channels: Default::default(),
+            patterns: Default::default(),
+            shards: Default::default(),
+        }
+    }
+
+    /// The names subscribed in `kind`.
+    pub fn set(&self, kind: crate::pubsub::Kind) -> &std::collections::HashSet<Vec<u8>> {
+        use crate::pubsub::Kind;
+        match kind {
+            Kind::Channel => &self.channels,
+            Kind::Pattern => &self.patterns,
+            Kind::Shard => &self.shards,
+        }
+    }
+
+    /// The names subscribed in `kind`, mutably.
+    pub fn set_mut(
+        &mut self,
+        kind: crate::pubsub::Kind,
+    ) -> &mut std::collections::HashSet<Vec<u8>> {
+        use crate::pubsub::Kind;
+        match kind {
+            Kind::Channel => &mut self.channels,
+            Kind::Pattern => &mut self.patterns,
+            Kind::Shard => &mut self.shards,
+        }
+    }
+
+    /// The count a (un)subscribe confirmation reports: channels + patterns, or shard
+    /// channels.
+    pub fn count(&self, kind: crate::pubsub::Kind) -> usize {
+        match kind {
+            crate::pubsub::Kind::Shard => self.shards.len(),
+            _ => self.channels.len() + self.patterns.len(),
+        }
+    }
+
+    /// Total subscriptions of every kind (RESP2 subscribed mode while > 0).
+    pub fn total(&self) -> usize {
+        self.channels.len() + self.patterns.len() + self.shards.len()
+    }
+
+    /// Copies the counts into the shared client info.
+    pub fn publish_counts(&self) {
+        let c = &self.mailbox.info.sub_counts;
+        c[0].store(self.channels.len(), Relaxed);
+        c[1].store(self.patterns.len(), Relaxed);
+        c[2].store(self.shards.len(), Relaxed);
+    }
 }
 
 /// A transaction being queued.
@@ -229,12 +302,19 @@ impl Client {
             ready_keys: Vec::new(),
             multi: None,
             watched: Vec::new(),
+            subs: None,
+            sub_rx: None,
         }
     }
 
     /// The client id.
     pub fn id(&self) -> u64 {
         self.info.id
+    }
+
+    /// True in RESP2 while subscribed to anything (only some commands may run).
+    pub fn in_resp2_pubsub(&self, proto: Protocol) -> bool {
+        proto == Protocol::Resp2 && self.subs.as_ref().is_some_and(|s| s.total() > 0)
     }
 
     /// Selects database `db`.

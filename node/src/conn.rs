@@ -71,6 +71,7 @@ pub async fn serve(
     if let Err(e) = conn.run(stream).await {
         debug!(client = id, "connection closed: {e}");
     }
+    crate::cmd::pubsub::unsubscribe_all(&server, &mut conn.client);
     let watched = std::mem::take(&mut conn.client.watched);
     server.watches.unwatch_all(&conn.client.info, &watched);
     server.clients.remove(id);
@@ -103,10 +104,17 @@ impl Conn {
             }
             let timeout = self.server.live.timeout_secs.load(Relaxed);
             let info = self.client.info.clone();
+            let subscribed = self.client.sub_rx.is_some();
             let n = tokio::select! {
                 r = stream.read_buf(&mut self.rbuf) => r?,
                 _ = info.kill_notify.notified() => return Ok(()),
-                _ = tokio::time::sleep(Duration::from_secs(timeout)), if timeout > 0 => return Ok(()),
+                _ = tokio::time::sleep(Duration::from_secs(timeout)), if timeout > 0 && !subscribed => return Ok(()),
+                m = recv_message(&mut self.client.sub_rx), if subscribed => {
+                    if let Some(m) = m {
+                        self.deliver(&mut stream, m).await?;
+                    }
+                    continue;
+                }
             };
             if n == 0 || info.killed.load(Relaxed) {
                 return Ok(());
@@ -135,9 +143,38 @@ impl Conn {
         }
     }
 
+    /// Writes a pub/sub message and any others already waiting.
+    async fn deliver(&mut self, stream: &mut TcpStream, first: Vec<u8>) -> std::io::Result<()> {
+        if self.client.info.killed.load(Relaxed) {
+            return Err(std::io::ErrorKind::ConnectionAborted.into());
+        }
+        let mut n = first.len();
+        self.out.buffer_mut().extend_from_slice(&first);
+        if let Some(rx) = self.client.sub_rx.as_mut() {
+            while self.out.len() < FLUSH_AT {
+                let Ok(m) = rx.try_recv() else { break };
+                n += m.len();
+                self.out.buffer_mut().extend_from_slice(&m);
+            }
+        }
+        self.flush(stream).await?;
+        if let Some(s) = &self.client.subs {
+            s.mailbox.written(n);
+        }
+        Ok(())
+    }
+
+    /// Writes the buffered replies; a client killed meanwhile (CLIENT KILL, output-buffer
+    /// limit) is dropped even if its socket never drains.
     async fn flush(&mut self, stream: &mut TcpStream) -> std::io::Result<()> {
         if !self.out.is_empty() {
-            stream.write_all(self.out.buffer()).await?;
+            let info = self.client.info.clone();
+            tokio::select! {
+                r = stream.write_all(self.out.buffer()) => r?,
+                _ = info.kill_notify.notified() => {
+                    return Err(std::io::ErrorKind::ConnectionAborted.into());
+                }
+            }
             WorkerStats::add(&self.stats.net_output, self.out.len() as u64);
             self.out.clear();
         }
@@ -199,6 +236,16 @@ impl Conn {
             self.rbuf.drain(..start);
         }
         Ok(close)
+    }
+}
+
+/// The next pub/sub message, or never when the client has no mailbox.
+async fn recv_message(
+    rx: &mut Option<tokio::sync::mpsc::UnboundedReceiver<Vec<u8>>>,
+) -> Option<Vec<u8>> {
+    match rx {
+        Some(rx) => rx.recv().await,
+        None => std::future::pending().await,
     }
 }
 
@@ -340,6 +387,11 @@ async fn execute(
             } else if !client.authenticated && !spec.has(flags::NO_AUTH) {
                 WorkerStats::add(&cstat.rejected, 1);
                 Err(CmdError::raw("NOAUTH Authentication required."))
+            } else if !spec.has(flags::SUB_OK) && client.in_resp2_pubsub(out.protocol()) {
+                Err(CmdError::err(format!(
+                    "Can't execute '{}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context",
+                    reg.entry(idx).full_name
+                )))
             } else if client.multi.is_some() && !spec.has(flags::TX_CONTROL) {
                 if spec.has(flags::NO_MULTI) {
                     Err(CmdError::err("Command not allowed inside a transaction"))

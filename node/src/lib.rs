@@ -8,6 +8,7 @@
 //!   arity, COMMAND, key positions and statistics.
 //! - [`cmd`]: command families, one file each, each exporting its `COMMANDS` table.
 //! - [`blocking`]: clients blocked on keys (BLPOP ...), served by the writer's thread.
+//! - [`pubsub`]: channels, patterns, mailboxes and output-buffer limits.
 //! - [`watch`]: WATCH bookkeeping; EXEC runs alone behind every worker's gate.
 //! - [`ctx`], [`client`], [`stats`], [`error`]: what handlers see and report.
 #![deny(missing_docs)]
@@ -20,6 +21,7 @@ pub mod conn;
 pub mod ctx;
 pub mod error;
 pub mod registry;
+pub mod pubsub;
 pub mod server;
 pub mod stats;
 pub mod watch;

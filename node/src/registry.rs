@@ -55,6 +55,8 @@ pub mod flags {
     pub const TX_CONTROL: u32 = 1 << 17;
     /// Internal: runs alone, holding every worker's gate (EXEC, scripts).
     pub const EXCLUSIVE: u32 = 1 << 18;
+    /// Internal: allowed in RESP2 subscribed mode ((P|S)(UN)SUBSCRIBE, PING, QUIT, RESET).
+    pub const SUB_OK: u32 = 1 << 19;
 
     /// (flag, name) pairs in COMMAND INFO order.
     pub const NAMES: &[(u32, &str)] = &[
@@ -107,6 +109,8 @@ pub enum Group {
     Stream,
     /// Transactions.
     Transactions,
+    /// Pub/sub.
+    PubSub,
 }
 
 impl Group {
@@ -126,6 +130,7 @@ impl Group {
             Group::Geo => "geo",
             Group::Stream => "stream",
             Group::Transactions => "transactions",
+            Group::PubSub => "pubsub",
         }
     }
 }
@@ -298,6 +303,7 @@ impl CommandSpec {
             Group::Geo => v.push("geo"),
             Group::Stream => v.push("stream"),
             Group::Transactions => v.push("transaction"),
+            Group::PubSub => {}
         }
         v
     }

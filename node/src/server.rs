@@ -138,6 +138,8 @@ pub struct Server {
     pub busy: std::sync::atomic::AtomicU8,
     /// Keys watched by clients (WATCH).
     pub watches: crate::watch::Watches,
+    /// Pub/sub subscriptions.
+    pub pubsub: crate::pubsub::PubSub,
     /// Set when SHUTDOWN or a signal asks the node to stop.
     pub shutting_down: AtomicBool,
     /// Wakes the acceptor to shut down.
@@ -184,6 +186,7 @@ impl Server {
             blocking: Default::default(),
             busy: Default::default(),
             watches: Default::default(),
+            pubsub: Default::default(),
             shutting_down: AtomicBool::new(false),
             shutdown: Notify::new(),
             log_reload,

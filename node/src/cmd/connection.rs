@@ -19,7 +19,7 @@ const C: Group = Group::Connection;
 
 /// Connection commands.
 pub static COMMANDS: &[CommandSpec] = &[
-    CommandSpec::new("ping", -1, FAST, (0, 0, 0), C, ping)
+    CommandSpec::new("ping", -1, FAST | SUB_OK, (0, 0, 0), C, ping)
         .doc("Returns the server's liveliness response.", "1.0.0"),
     CommandSpec::new("echo", 2, FAST, (0, 0, 0), C, echo).doc("Returns the given string.", "1.0.0"),
     CommandSpec::new(
@@ -45,7 +45,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     CommandSpec::new(
         "quit",
         -1,
-        NOSCRIPT | LOADING | STALE | FAST | NO_AUTH | ALLOW_BUSY | TX_CONTROL,
+        NOSCRIPT | LOADING | STALE | FAST | NO_AUTH | ALLOW_BUSY | TX_CONTROL | SUB_OK,
         (0, 0, 0),
         C,
         quit,
@@ -54,7 +54,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     CommandSpec::new(
         "reset",
         1,
-        NOSCRIPT | LOADING | STALE | FAST | NO_AUTH | ALLOW_BUSY | TX_CONTROL,
+        NOSCRIPT | LOADING | STALE | FAST | NO_AUTH | ALLOW_BUSY | TX_CONTROL | SUB_OK,
         (0, 0, 0),
         C,
         reset,
@@ -173,6 +173,12 @@ static CLIENT_SUBCOMMANDS: &[CommandSpec] = &[
 ];
 
 fn ping(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
+    if args.len() <= 2 && ctx.client.in_resp2_pubsub(ctx.out.protocol()) {
+        ctx.out.array(2);
+        ctx.out.bulk(b"pong");
+        ctx.out.bulk(args.get(1).unwrap_or(b""));
+        return Ok(());
+    }
     match args.len() {
         1 => ctx.out.simple(b"PONG"),
         2 => ctx.out.bulk(args.arg(1)),
@@ -264,6 +270,9 @@ fn hello(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
         *ctx.client.info.name.lock() = n.to_vec();
     }
     ctx.out.set_protocol(proto);
+    if let Some(s) = &ctx.client.subs {
+        s.mailbox.set_protocol(proto);
+    }
     ctx.client.set_resp(proto);
     let out = &mut *ctx.out;
     out.map(7);
@@ -301,6 +310,7 @@ fn quit(ctx: &mut Ctx<'_>, _args: Args<'_>) -> CmdResult {
 }
 
 fn reset(ctx: &mut Ctx<'_>, _args: Args<'_>) -> CmdResult {
+    crate::cmd::pubsub::unsubscribe_all(ctx.server, ctx.client);
     ctx.client.multi = None;
     ctx.client.info.multi_len.store(-1, Relaxed);
     crate::cmd::tx::unwatch_all(ctx);
@@ -352,6 +362,9 @@ fn client_flags(server: &Server, c: &ClientInfo) -> String {
     if server.blocking.is_blocked(c.id) {
         f.push('b');
     }
+    if c.sub_counts.iter().any(|n| n.load(Relaxed) > 0) {
+        f.push('P');
+    }
     if c.multi_len.load(Relaxed) >= 0 {
         f.push('x');
     }
@@ -373,7 +386,7 @@ fn describe(server: &Server, c: &ClientInfo) -> String {
         server.registry.entry(last - 1).full_name.clone()
     };
     format!(
-        "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub=0 psub=0 ssub=0 multi={} qbuf={} qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd={} user=default redir=-1 resp={} lib-name={} lib-ver={}",
+        "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} qbuf={} qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd={} user=default redir=-1 resp={} lib-name={} lib-ver={}",
         c.id,
         c.addr,
         c.laddr,
@@ -383,6 +396,9 @@ fn describe(server: &Server, c: &ClientInfo) -> String {
         c.idle_secs(),
         client_flags(server, c),
         c.db.load(Relaxed),
+        c.sub_counts[0].load(Relaxed),
+        c.sub_counts[1].load(Relaxed),
+        c.sub_counts[2].load(Relaxed),
         c.multi_len.load(Relaxed),
         c.qbuf.load(Relaxed),
         cmd,

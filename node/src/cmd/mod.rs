@@ -10,6 +10,7 @@ pub mod hashes;
 pub mod hll;
 pub mod keys;
 pub mod lists;
+pub mod pubsub;
 pub mod server;
 pub mod sets;
 pub mod sort;
@@ -39,5 +40,6 @@ pub fn families() -> Vec<&'static [CommandSpec]> {
         sort::COMMANDS,
         streams::COMMANDS,
         tx::COMMANDS,
+        pubsub::COMMANDS,
     ]
 }

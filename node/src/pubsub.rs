@@ -1,0 +1,249 @@
+//! Pub/sub: channels, patterns and shard channels, and the per-connection mailbox messages
+//! are delivered to.
+//!
+//! A subscriber owns a [`Mailbox`]: an unbounded channel of encoded messages plus a count
+//! of bytes not yet written to its socket. PUBLISH on any thread encodes the message once
+//! per protocol and pushes it into each receiving mailbox; the subscriber's connection
+//! task (on its own thread) wakes and writes it. A mailbox whose pending bytes pass the
+//! pubsub output-buffer limit (hard, or soft for long enough) has its client killed
+//! instead of growing without bound.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
+use std::sync::Arc;
+use std::time::Instant;
+
+use parking_lot::Mutex;
+use resp::{Protocol, ReplyWriter};
+use storage::pattern::glob_match;
+use tokio::sync::mpsc;
+
+use crate::client::ClientInfo;
+
+/// Default pubsub hard limit (Redis: `client-output-buffer-limit pubsub 32mb 8mb 60`).
+pub const HARD_LIMIT: usize = 32 << 20;
+/// Default pubsub soft limit.
+pub const SOFT_LIMIT: usize = 8 << 20;
+/// Seconds a mailbox may stay over the soft limit.
+pub const SOFT_SECONDS: u64 = 60;
+
+/// Where a subscriber's messages go.
+pub struct Mailbox {
+    /// The subscriber.
+    pub info: Arc<ClientInfo>,
+    tx: mpsc::UnboundedSender<Vec<u8>>,
+    /// RESP3 subscribers get push frames.
+    resp3: std::sync::atomic::AtomicBool,
+    /// Bytes queued and not yet written.
+    pub pending: AtomicUsize,
+    /// When the mailbox went over the soft limit (ms since `epoch`; 0 = not over).
+    soft_since: AtomicU64,
+    epoch: Instant,
+}
+
+impl Mailbox {
+    /// A mailbox for `info` and the receiver its connection reads.
+    pub fn new(
+        info: Arc<ClientInfo>,
+        proto: Protocol,
+    ) -> (Arc<Mailbox>, mpsc::UnboundedReceiver<Vec<u8>>) {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let m = Mailbox {
+            info,
+            tx,
+            resp3: std::sync::atomic::AtomicBool::new(proto == Protocol::Resp3),
+            pending: AtomicUsize::new(0),
+            soft_since: AtomicU64::new(0),
+            epoch: Instant::now(),
+        };
+        (Arc::new(m), rx)
+    }
+
+    /// Follows the connection's protocol (HELLO while subscribed).
+    pub fn set_protocol(&self, proto: Protocol) {
+        self.resp3.store(proto == Protocol::Resp3, Relaxed);
+    }
+
+    fn proto(&self) -> Protocol {
+        if self.resp3.load(Relaxed) {
+            Protocol::Resp3
+        } else {
+            Protocol::Resp2
+        }
+    }
+
+    /// Queues `bytes`, or kills the client when that would pass the output-buffer limit.
+    fn deliver(&self, bytes: Vec<u8>) {
+        let n = bytes.len();
+        let pending = self.pending.fetch_add(n, Relaxed) + n;
+        if pending > HARD_LIMIT {
+            self.overflow();
+            return;
+        }
+        if pending > SOFT_LIMIT {
+            let now = self.epoch.elapsed().as_millis() as u64 + 1;
+            let since = self.soft_since.load(Relaxed);
+            if since == 0 {
+                self.soft_since.store(now, Relaxed);
+            } else if now - since > SOFT_SECONDS * 1000 {
+                self.overflow();
+                return;
+            }
+        } else {
+            self.soft_since.store(0, Relaxed);
+        }
+        if self.tx.send(bytes).is_err() {
+            self.pending.fetch_sub(n, Relaxed);
+        }
+    }
+
+    fn overflow(&self) {
+        tracing::warn!(
+            client = self.info.id,
+            "Client scheduled to be closed ASAP for overcoming of output buffer limits."
+        );
+        self.info.kill();
+    }
+
+    /// Called by the connection after writing `n` message bytes.
+    pub fn written(&self, n: usize) {
+        self.pending
+            .fetch_sub(n.min(self.pending.load(Relaxed)), Relaxed);
+    }
+}
+
+/// Which namespace a subscription lives in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// SUBSCRIBE channels.
+    Channel,
+    /// PSUBSCRIBE patterns.
+    Pattern,
+    /// SSUBSCRIBE shard channels.
+    Shard,
+}
+
+type Subs = HashMap<Vec<u8>, Vec<Arc<Mailbox>>>;
+
+/// Every subscription of every client.
+#[derive(Default)]
+pub struct PubSub {
+    channels: Mutex<Subs>,
+    patterns: Mutex<Subs>,
+    shards: Mutex<Subs>,
+}
+
+impl PubSub {
+    fn map(&self, kind: Kind) -> &Mutex<Subs> {
+        match kind {
+            Kind::Channel => &self.channels,
+            Kind::Pattern => &self.patterns,
+            Kind::Shard => &self.shards,
+        }
+    }
+
+    /// Adds `mb` to `name`'s subscribers (the caller tracks what the client holds).
+    pub fn subscribe(&self, kind: Kind, name: &[u8], mb: &Arc<Mailbox>) {
+        self.map(kind)
+            .lock()
+            .entry(name.to_vec())
+            .or_default()
+            .push(mb.clone());
+    }
+
+    /// Removes client `id` from `name`'s subscribers.
+    pub fn unsubscribe(&self, kind: Kind, name: &[u8], id: u64) {
+        let mut m = self.map(kind).lock();
+        if let Some(v) = m.get_mut(name) {
+            v.retain(|s| s.info.id != id);
+            if v.is_empty() {
+                m.remove(name);
+            }
+        }
+    }
+
+    /// PUBLISH / SPUBLISH: delivers `msg` on `channel`; the number of receivers.
+    pub fn publish(&self, shard: bool, channel: &[u8], msg: &[u8]) -> usize {
+        let mut enc = Encoded::default();
+        let mut n = 0;
+        let (kind, word): (Kind, &[u8]) = if shard {
+            (Kind::Shard, b"smessage")
+        } else {
+            (Kind::Channel, b"message")
+        };
+        if let Some(v) = self.map(kind).lock().get(channel) {
+            for mb in v {
+                mb.deliver(enc.get(mb.proto(), |w| {
+                    w.push(3);
+                    w.bulk(word);
+                    w.bulk(channel);
+                    w.bulk(msg);
+                }));
+                n += 1;
+            }
+        }
+        if shard {
+            return n;
+        }
+        let patterns = self.patterns.lock();
+        for (pat, v) in patterns.iter() {
+            if !glob_match(pat, channel, false) {
+                continue;
+            }
+            let mut enc = Encoded::default();
+            for mb in v {
+                mb.deliver(enc.get(mb.proto(), |w| {
+                    w.push(4);
+                    w.bulk(b"pmessage");
+                    w.bulk(pat);
+                    w.bulk(channel);
+                    w.bulk(msg);
+                }));
+                n += 1;
+            }
+        }
+        n
+    }
+
+    /// Active channels (or shard channels) matching `pattern` (all when `None`).
+    pub fn names(&self, kind: Kind, pattern: Option<&[u8]>) -> Vec<Vec<u8>> {
+        self.map(kind)
+            .lock()
+            .keys()
+            .filter(|k| pattern.is_none_or(|p| glob_match(p, k, false)))
+            .cloned()
+            .collect()
+    }
+
+    /// Subscribers of `name`.
+    pub fn count(&self, kind: Kind, name: &[u8]) -> usize {
+        self.map(kind).lock().get(name).map_or(0, Vec::len)
+    }
+
+    /// Number of distinct patterns subscribed (PUBSUB NUMPAT).
+    pub fn num_patterns(&self) -> usize {
+        self.patterns.lock().len()
+    }
+}
+
+/// A message encoded at most once per protocol.
+#[derive(Default)]
+struct Encoded {
+    resp2: Option<Vec<u8>>,
+    resp3: Option<Vec<u8>>,
+}
+
+impl Encoded {
+    fn get(&mut self, proto: Protocol, f: impl Fn(&mut ReplyWriter)) -> Vec<u8> {
+        let slot = match proto {
+            Protocol::Resp3 => &mut self.resp3,
+            _ => &mut self.resp2,
+        };
+        slot.get_or_insert_with(|| {
+            let mut w = ReplyWriter::new(proto);
+            f(&mut w);
+            w.buffer().to_vec()
+        })
+        .clone()
+    }
+}
