@@ -16,6 +16,7 @@ if [ ${#need_apt[@]} -gt 0 ]; then
     $SUDO systemctl stop redis-server >/dev/null 2>&1 || $SUDO service redis-server stop >/dev/null 2>&1 || true
 fi
 
-if ! python3 -c 'import redis, pytest' >/dev/null 2>&1; then
-    python3 -m pip install -q --disable-pip-version-check redis pytest 2>&1 | grep -v 'Running pip as the' || true
+# rq: the job-queue library of the end-to-end test (tests/python/test_jobqueue.py).
+if ! python3 -c 'import redis, pytest, rq' >/dev/null 2>&1; then
+    python3 -m pip install -q --disable-pip-version-check redis pytest rq 2>&1 | grep -v 'Running pip as the' || true
 fi
