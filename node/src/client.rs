@@ -173,6 +173,19 @@ pub struct Client {
     pub subs: Option<Box<Subscriptions>>,
     /// Messages for this client (read by the connection loop).
     pub sub_rx: Option<tokio::sync::mpsc::UnboundedReceiver<Vec<u8>>>,
+    /// Where pub/sub messages and invalidations for this client go, once it needs one.
+    pub mailbox: Option<Arc<crate::pubsub::Mailbox>>,
+    /// CLIENT TRACKING state, while on.
+    pub tracking: Option<ClientTracking>,
+}
+
+/// A tracking client's own view of its options.
+#[derive(Debug, Clone)]
+pub struct ClientTracking {
+    /// The options given to CLIENT TRACKING ON.
+    pub opts: crate::tracking::Options,
+    /// CLIENT CACHING YES/NO given for the next command.
+    pub caching: bool,
 }
 
 /// A client's pub/sub subscriptions and its mailbox.
@@ -304,6 +317,8 @@ impl Client {
             watched: Vec::new(),
             subs: None,
             sub_rx: None,
+            mailbox: None,
+            tracking: None,
         }
     }
 

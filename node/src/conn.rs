@@ -72,6 +72,7 @@ pub async fn serve(
         debug!(client = id, "connection closed: {e}");
     }
     crate::cmd::pubsub::unsubscribe_all(&server, &mut conn.client);
+    server.tracking.remove_client(id);
     let watched = std::mem::take(&mut conn.client.watched);
     server.watches.unwatch_all(&conn.client.info, &watched);
     server.clients.remove(id);
@@ -158,8 +159,8 @@ impl Conn {
             }
         }
         self.flush(stream).await?;
-        if let Some(s) = &self.client.subs {
-            s.mailbox.written(n);
+        if let Some(m) = &self.client.mailbox {
+            m.written(n);
         }
         Ok(())
     }
@@ -448,6 +449,12 @@ async fn execute(
                     server.blocking.serve(server, stats, &mut client.ready_keys);
                 }
                 drop(gate);
+                // CLIENT CACHING applies to the next command (or transaction) only.
+                if client.multi.is_none() && reg.entry(idx).full_name.as_str() != "client|caching" {
+                    if let Some(t) = client.tracking.as_mut() {
+                        t.caching = false;
+                    }
+                }
                 r
             }
         }

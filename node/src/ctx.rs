@@ -96,6 +96,7 @@ impl<'a> Ctx<'a> {
     pub fn touched(&mut self, db: usize, key: &[u8]) {
         self.ready(db, key);
         self.server.watches.touch(db, key);
+        self.server.tracking.invalidate(self.client.id(), key);
     }
 
     /// Counts a keyspace hit or miss (INFO keyspace_hits / keyspace_misses).
@@ -130,8 +131,29 @@ pub fn run_command(ctx: &mut Ctx<'_>, idx: usize, args: Args<'_>) -> CmdResult {
         WorkerStats::add(&cstat.failed, 1);
     } else {
         note_writes(ctx.server, ctx.client, spec, &args);
+        note_reads(ctx.server, ctx.client, spec, &args);
     }
     r
+}
+
+/// After a successful read-only command of a tracking client (default mode): remembers its
+/// keys, unless OPTIN without CLIENT CACHING YES or OPTOUT with CLIENT CACHING NO.
+fn note_reads(server: &Server, client: &Client, spec: &CommandSpec, args: &Args<'_>) {
+    let Some(t) = &client.tracking else {
+        return;
+    };
+    if !spec.has(flags::READONLY) || t.opts.bcast {
+        return;
+    }
+    if (t.opts.optin && !t.caching) || (t.opts.optout && t.caching) {
+        return;
+    }
+    let keys = spec.key_positions(args);
+    if !keys.is_empty() {
+        server
+            .tracking
+            .remember(client.id(), keys.into_iter().map(|p| args.arg(p).to_vec()));
+    }
 }
 
 /// After a successful write: its key arguments are ready for blocked clients and touched
@@ -141,8 +163,12 @@ pub fn note_writes(server: &Server, client: &mut Client, spec: &CommandSpec, arg
     if !spec.has(flags::WRITE) || client.block_request.is_some() {
         return;
     }
-    let (blocking, watching) = (server.blocking.active(), server.watches.active());
-    if !blocking && !watching {
+    let (blocking, watching, tracking) = (
+        server.blocking.active(),
+        server.watches.active(),
+        server.tracking.active(),
+    );
+    if !blocking && !watching && !tracking {
         return;
     }
     for p in spec.key_positions(args) {
@@ -152,6 +178,9 @@ pub fn note_writes(server: &Server, client: &mut Client, spec: &CommandSpec, arg
         }
         if watching {
             server.watches.touch(client.db, key);
+        }
+        if tracking {
+            server.tracking.invalidate(client.id(), key);
         }
     }
 }

@@ -9,6 +9,7 @@
 //! - [`cmd`]: command families, one file each, each exporting its `COMMANDS` table.
 //! - [`blocking`]: clients blocked on keys (BLPOP ...), served by the writer's thread.
 //! - [`pubsub`]: channels, patterns, mailboxes and output-buffer limits.
+//! - [`tracking`]: client-side caching invalidations (CLIENT TRACKING).
 //! - [`watch`]: WATCH bookkeeping; EXEC runs alone behind every worker's gate.
 //! - [`ctx`], [`client`], [`stats`], [`error`]: what handlers see and report.
 #![deny(missing_docs)]
@@ -24,4 +25,5 @@ pub mod registry;
 pub mod pubsub;
 pub mod server;
 pub mod stats;
+pub mod tracking;
 pub mod watch;

@@ -72,6 +72,16 @@ impl Mailbox {
         }
     }
 
+    /// True when the owner speaks RESP3 (invalidations are pushes then).
+    pub fn is_resp3(&self) -> bool {
+        self.resp3.load(Relaxed)
+    }
+
+    /// Queues `bytes` for the owner (see [`Mailbox::deliver`]).
+    pub fn send(&self, bytes: Vec<u8>) {
+        self.deliver(bytes);
+    }
+
     /// Queues `bytes`, or kills the client when that would pass the output-buffer limit.
     fn deliver(&self, bytes: Vec<u8>) {
         let n = bytes.len();
@@ -246,4 +256,20 @@ impl Encoded {
         })
         .clone()
     }
+}
+
+/// The client's mailbox, created (and made reachable as a REDIRECT target) on first use.
+pub fn ensure_mailbox(
+    server: &crate::server::Server,
+    client: &mut crate::client::Client,
+    proto: Protocol,
+) -> Arc<Mailbox> {
+    if let Some(m) = &client.mailbox {
+        return m.clone();
+    }
+    let (mailbox, rx) = Mailbox::new(client.info.clone(), proto);
+    server.tracking.add_mailbox(client.id(), &mailbox);
+    client.mailbox = Some(mailbox.clone());
+    client.sub_rx = Some(rx);
+    mailbox
 }

@@ -140,6 +140,8 @@ pub struct Server {
     pub watches: crate::watch::Watches,
     /// Pub/sub subscriptions.
     pub pubsub: crate::pubsub::PubSub,
+    /// Client-side caching (CLIENT TRACKING).
+    pub tracking: crate::tracking::Tracking,
     /// Set when SHUTDOWN or a signal asks the node to stop.
     pub shutting_down: AtomicBool,
     /// Wakes the acceptor to shut down.
@@ -187,6 +189,7 @@ impl Server {
             busy: Default::default(),
             watches: Default::default(),
             pubsub: Default::default(),
+            tracking: Default::default(),
             shutting_down: AtomicBool::new(false),
             shutdown: Notify::new(),
             log_reload,
@@ -456,7 +459,16 @@ fn spawn_expiry(server: Arc<Server>) -> Result<(), String> {
             // Keep reaping while a round hits its budget, so a burst of expiries clears fast
             // without holding any one shard lock for long.
             for _ in 0..10 {
-                let n = server.keyspace.expire_cycle(clock::now_ns(), 64);
+                let tracking = &server.tracking;
+                let n = if tracking.active() {
+                    server
+                        .keyspace
+                        .expire_cycle_with(clock::now_ns(), 64, &mut |_, k| {
+                            tracking.invalidate(0, k)
+                        })
+                } else {
+                    server.keyspace.expire_cycle(clock::now_ns(), 64)
+                };
                 if n < server.keyspace.shard_count() {
                     break;
                 }

@@ -289,12 +289,23 @@ impl Keyspace {
     /// One round of active expiry: removes up to `budget` due keys per shard; returns how
     /// many keys were removed in total.
     pub fn expire_cycle(&self, now: u64, budget: usize) -> usize {
+        self.expire_cycle_with(now, budget, &mut |_, _| {})
+    }
+
+    /// As [`Keyspace::expire_cycle`], calling `on_expired(db, key)` for each removed key
+    /// (client-side caching invalidations).
+    pub fn expire_cycle_with(
+        &self,
+        now: u64,
+        budget: usize,
+        on_expired: &mut dyn FnMut(usize, &[u8]),
+    ) -> usize {
         let mut removed = 0;
         for s in self.shards.iter() {
             let mut g = s.0.lock();
-            for t in g.dbs.iter_mut() {
+            for (db, t) in g.dbs.iter_mut().enumerate() {
                 if t.volatile_len() > 0 {
-                    removed += t.expire_due(now, budget);
+                    removed += t.expire_due_with(now, budget, &mut |k| on_expired(db, k));
                 }
             }
         }

@@ -180,6 +180,16 @@ impl Table {
 
     /// Removes up to `max` keys whose deadline has passed; returns how many.
     pub fn expire_due(&mut self, now: u64, max: usize) -> usize {
+        self.expire_due_with(now, max, &mut |_| {})
+    }
+
+    /// As [`Table::expire_due`], calling `on_expired` with each removed key.
+    pub fn expire_due_with(
+        &mut self,
+        now: u64,
+        max: usize,
+        on_expired: &mut dyn FnMut(&[u8]),
+    ) -> usize {
         let mut n = 0;
         while n < max {
             let Some((at, _)) = self.expiries.first() else {
@@ -195,6 +205,7 @@ impl Table {
             if let Ok(found) = self.map.find_entry(h, |(k, _)| *k == key) {
                 found.remove();
             }
+            on_expired(&key);
             n += 1;
         }
         self.expired += n as u64;

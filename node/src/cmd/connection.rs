@@ -155,6 +155,54 @@ static CLIENT_SUBCOMMANDS: &[CommandSpec] = &[
     )
     .doc("Resumes processing commands from paused clients.", "6.2.0"),
     CommandSpec::new(
+        "tracking",
+        -3,
+        NOSCRIPT | LOADING | STALE,
+        (0, 0, 0),
+        C,
+        client_tracking,
+    )
+    .doc(
+        "Controls server-assisted client-side caching for the connection.",
+        "6.0.0",
+    ),
+    CommandSpec::new(
+        "caching",
+        3,
+        NOSCRIPT | LOADING | STALE,
+        (0, 0, 0),
+        C,
+        client_caching,
+    )
+    .doc(
+        "Instructs the server whether to track the keys in the next request.",
+        "6.0.0",
+    ),
+    CommandSpec::new(
+        "getredir",
+        2,
+        NOSCRIPT | LOADING | STALE,
+        (0, 0, 0),
+        C,
+        client_getredir,
+    )
+    .doc(
+        "Returns the client ID to which the connection's tracking notifications are redirected.",
+        "6.0.0",
+    ),
+    CommandSpec::new(
+        "trackinginfo",
+        2,
+        NOSCRIPT | LOADING | STALE,
+        (0, 0, 0),
+        C,
+        client_trackinginfo,
+    )
+    .doc(
+        "Returns information about server-assisted client-side caching for the connection.",
+        "6.2.0",
+    ),
+    CommandSpec::new(
         "unblock",
         -3,
         ADMIN | NOSCRIPT | LOADING | STALE,
@@ -270,8 +318,8 @@ fn hello(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
         *ctx.client.info.name.lock() = n.to_vec();
     }
     ctx.out.set_protocol(proto);
-    if let Some(s) = &ctx.client.subs {
-        s.mailbox.set_protocol(proto);
+    if let Some(m) = &ctx.client.mailbox {
+        m.set_protocol(proto);
     }
     ctx.client.set_resp(proto);
     let out = &mut *ctx.out;
@@ -311,6 +359,8 @@ fn quit(ctx: &mut Ctx<'_>, _args: Args<'_>) -> CmdResult {
 
 fn reset(ctx: &mut Ctx<'_>, _args: Args<'_>) -> CmdResult {
     crate::cmd::pubsub::unsubscribe_all(ctx.server, ctx.client);
+    ctx.server.tracking.disable(ctx.client.id());
+    ctx.client.tracking = None;
     ctx.client.multi = None;
     ctx.client.info.multi_len.store(-1, Relaxed);
     crate::cmd::tx::unwatch_all(ctx);
@@ -459,6 +509,219 @@ fn client_info(ctx: &mut Ctx<'_>, _args: Args<'_>) -> CmdResult {
     let mut line = describe(ctx.server, &ctx.client.info);
     line.push('\n');
     ctx.out.verbatim("txt", line.as_bytes());
+    Ok(())
+}
+
+fn client_tracking(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
+    use crate::tracking::Options;
+    let mut o = Options::default();
+    let mut redirect: Option<u64> = None;
+    let mut j = 3;
+    while j < args.len() {
+        let a = args.arg(j);
+        let more = j + 1 < args.len();
+        if is(a, "redirect") && more {
+            j += 1;
+            if redirect.is_some() {
+                return Err(CmdError::err(
+                    "A client can only redirect to a single other client",
+                ));
+            }
+            let id = parse_i64(args.arg(j))?;
+            let exists = u64::try_from(id)
+                .ok()
+                .filter(|&id| ctx.server.clients.get(id).is_some());
+            match exists {
+                Some(id) => redirect = Some(id),
+                None => {
+                    return Err(CmdError::err(
+                        "The client ID you want redirect to does not exist",
+                    ))
+                }
+            }
+        } else if is(a, "bcast") {
+            o.bcast = true;
+        } else if is(a, "optin") {
+            o.optin = true;
+        } else if is(a, "optout") {
+            o.optout = true;
+        } else if is(a, "noloop") {
+            o.noloop = true;
+        } else if is(a, "prefix") && more {
+            j += 1;
+            o.prefixes.push(args.arg(j).to_vec());
+        } else {
+            return Err(CmdError::Syntax);
+        }
+        j += 1;
+    }
+    o.redirect = redirect.unwrap_or(0);
+    let on = args.arg(2);
+    if is(on, "off") {
+        ctx.server.tracking.disable(ctx.client.id());
+        ctx.client.tracking = None;
+        ctx.out.ok();
+        return Ok(());
+    }
+    if !is(on, "on") {
+        return Err(CmdError::Syntax);
+    }
+    if !o.bcast && !o.prefixes.is_empty() {
+        return Err(CmdError::err(
+            "PREFIX option requires BCAST mode to be enabled",
+        ));
+    }
+    if let Some(old) = &ctx.client.tracking {
+        if old.opts.bcast != o.bcast {
+            return Err(CmdError::err("You can't switch BCAST mode on/off before disabling tracking for this client, and then re-enabling it with a different mode."));
+        }
+    }
+    if o.bcast && (o.optin || o.optout) {
+        return Err(CmdError::err(
+            "OPTIN and OPTOUT are not compatible with BCAST",
+        ));
+    }
+    if o.optin && o.optout {
+        return Err(CmdError::err(
+            "You can't specify both OPTIN mode and OPTOUT mode",
+        ));
+    }
+    if let Some(old) = &ctx.client.tracking {
+        if (o.optin && old.opts.optout) || (o.optout && old.opts.optin) {
+            return Err(CmdError::err("You can't switch OPTIN/OPTOUT mode before disabling tracking for this client, and then re-enabling it with a different mode."));
+        }
+    }
+    if o.bcast {
+        // Redis checks new prefixes against each other and against the client's current ones.
+        let existing: Vec<Vec<u8>> = ctx
+            .client
+            .tracking
+            .as_ref()
+            .map(|t| t.opts.prefixes.clone())
+            .unwrap_or_default();
+        for (i, p) in o.prefixes.iter().enumerate() {
+            for q in &existing {
+                if p != q && (p.starts_with(q) || q.starts_with(p)) {
+                    return Err(CmdError::err(format!(
+                        "Prefix '{}' overlaps with an existing prefix '{}'. Prefixes for a single client must not overlap.",
+                        String::from_utf8_lossy(p),
+                        String::from_utf8_lossy(q)
+                    )));
+                }
+            }
+            for q in &o.prefixes[i + 1..] {
+                if p.starts_with(q) || q.starts_with(p) {
+                    return Err(CmdError::err(format!(
+                        "Prefix '{}' overlaps with another provided prefix '{}'. Prefixes for a single client must not overlap.",
+                        String::from_utf8_lossy(p),
+                        String::from_utf8_lossy(q)
+                    )));
+                }
+            }
+        }
+        for q in existing {
+            if !o.prefixes.contains(&q) {
+                o.prefixes.push(q);
+            }
+        }
+    }
+    let mailbox = crate::pubsub::ensure_mailbox(ctx.server, ctx.client, ctx.out.protocol());
+    ctx.server
+        .tracking
+        .enable(ctx.client.id(), mailbox, o.clone());
+    ctx.client.tracking = Some(crate::client::ClientTracking {
+        opts: o,
+        caching: false,
+    });
+    ctx.out.ok();
+    Ok(())
+}
+
+fn client_caching(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
+    let Some(t) = ctx.client.tracking.as_mut() else {
+        return Err(CmdError::err("CLIENT CACHING can be called only when the client is in tracking mode with OPTIN or OPTOUT mode enabled"));
+    };
+    let a = args.arg(2);
+    if is(a, "yes") {
+        if !t.opts.optin {
+            return Err(CmdError::err(
+                "CLIENT CACHING YES is only valid when tracking is enabled in OPTIN mode.",
+            ));
+        }
+    } else if is(a, "no") {
+        if !t.opts.optout {
+            return Err(CmdError::err(
+                "CLIENT CACHING NO is only valid when tracking is enabled in OPTOUT mode.",
+            ));
+        }
+    } else {
+        return Err(CmdError::Syntax);
+    }
+    t.caching = true;
+    ctx.out.ok();
+    Ok(())
+}
+
+fn client_getredir(ctx: &mut Ctx<'_>, _args: Args<'_>) -> CmdResult {
+    let v = match &ctx.client.tracking {
+        Some(t) => t.opts.redirect as i64,
+        None => -1,
+    };
+    ctx.out.int(v);
+    Ok(())
+}
+
+fn client_trackinginfo(ctx: &mut Ctx<'_>, _args: Args<'_>) -> CmdResult {
+    let info = ctx.server.tracking.info(ctx.client.id());
+    let caching = ctx.client.tracking.as_ref().is_some_and(|t| t.caching);
+    let out = &mut *ctx.out;
+    out.map(3);
+    out.bulk(b"flags");
+    match &info {
+        None => {
+            out.set(1);
+            out.bulk(b"off");
+        }
+        Some((o, broken)) => {
+            let mut f: Vec<&[u8]> = vec![b"on"];
+            if o.bcast {
+                f.push(b"bcast");
+            }
+            if o.optin {
+                f.push(b"optin");
+                if caching {
+                    f.push(b"caching-yes");
+                }
+            }
+            if o.optout {
+                f.push(b"optout");
+                if caching {
+                    f.push(b"caching-no");
+                }
+            }
+            if o.noloop {
+                f.push(b"noloop");
+            }
+            if *broken {
+                f.push(b"broken_redirect");
+            }
+            out.set(f.len());
+            for x in f {
+                out.bulk(x);
+            }
+        }
+    }
+    out.bulk(b"redirect");
+    out.int(match &info {
+        None => -1,
+        Some((o, _)) => o.redirect as i64,
+    });
+    out.bulk(b"prefixes");
+    let prefixes = info.map(|(o, _)| o.prefixes).unwrap_or_default();
+    out.array(prefixes.len());
+    for p in &prefixes {
+        out.bulk(p);
+    }
     Ok(())
 }
 

@@ -11,7 +11,7 @@ use crate::client::Subscriptions;
 use crate::cmd::util::reply_help;
 use crate::ctx::Ctx;
 use crate::error::CmdResult;
-use crate::pubsub::{Kind, Mailbox};
+use crate::pubsub::{ensure_mailbox, Kind};
 use crate::registry::{flags::*, CommandSpec, Group};
 
 const P: Group = Group::PubSub;
@@ -90,9 +90,8 @@ static PUBSUB_SUBCOMMANDS: &[CommandSpec] = &[
 /// The client's subscriptions, created (with its mailbox) on first use.
 fn subs<'c>(ctx: &'c mut Ctx<'_>) -> &'c mut Subscriptions {
     if ctx.client.subs.is_none() {
-        let (mailbox, rx) = Mailbox::new(ctx.client.info.clone(), ctx.out.protocol());
+        let mailbox = ensure_mailbox(ctx.server, ctx.client, ctx.out.protocol());
         ctx.client.subs = Some(Box::new(Subscriptions::new(mailbox)));
-        ctx.client.sub_rx = Some(rx);
     }
     ctx.client.subs.as_mut().expect("just created")
 }
@@ -268,5 +267,4 @@ pub fn unsubscribe_all(server: &crate::server::Server, client: &mut crate::clien
             c.store(0, Relaxed);
         }
     }
-    client.sub_rx = None;
 }

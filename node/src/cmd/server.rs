@@ -216,6 +216,7 @@ fn flush(ctx: &Ctx<'_>, db: Option<usize>, lazy: bool) {
     for d in range {
         ctx.server.watches.touch_existing(ctx.ks(), d, &[], ctx.now);
     }
+    ctx.server.tracking.invalidate_all();
     let mut taken = Vec::new();
     {
         let mut all = ctx.ks().lock_all(ctx.now);
@@ -567,7 +568,7 @@ pub fn info_text(server: &Server, now: u64, want: impl Fn(&str) -> bool) -> Stri
         kv(&mut s, "cluster_connections", 0);
         kv(&mut s, "maxclients", server.live.maxclients.load(Relaxed));
         kv(&mut s, "blocked_clients", server.blocking.blocked());
-        kv(&mut s, "tracking_clients", 0);
+        kv(&mut s, "tracking_clients", server.tracking.client_count());
     }
 
     if want("memory") {

@@ -1,0 +1,270 @@
+//! Client-side caching (CLIENT TRACKING): which clients may hold which keys, and the
+//! invalidation messages sent when those keys change.
+//!
+//! Default mode remembers the keys each tracking client read (read-only commands, subject
+//! to OPTIN/OPTOUT and CLIENT CACHING); BCAST mode registers key prefixes instead. A write
+//! (or an active expiry) invalidates the key: every client that may cache it gets an
+//! `invalidate` push (RESP3) or, through REDIRECT, a `__redis__:invalidate` pub/sub message
+//! on the redirect client (RESP2), via that client's [`Mailbox`]. Keys are not per
+//! database, as in Redis. Every path starts with one atomic load, so nothing is paid while
+//! no client tracks.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed, Ordering::SeqCst};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+use resp::{Protocol, ReplyWriter};
+
+use crate::pubsub::Mailbox;
+
+/// The pub/sub channel RESP2 clients receive invalidations on (through REDIRECT).
+pub const CHANNEL: &[u8] = b"__redis__:invalidate";
+
+/// A tracking client's options (CLIENT TRACKING ON ...).
+#[derive(Debug, Default, Clone)]
+pub struct Options {
+    /// REDIRECT target (0: none).
+    pub redirect: u64,
+    /// BCAST mode.
+    pub bcast: bool,
+    /// OPTIN mode.
+    pub optin: bool,
+    /// OPTOUT mode.
+    pub optout: bool,
+    /// NOLOOP: no invalidations for the client's own writes.
+    pub noloop: bool,
+    /// BCAST prefixes (empty: every key).
+    pub prefixes: Vec<Vec<u8>>,
+}
+
+/// A registered tracking client.
+struct Tracker {
+    opts: Options,
+    /// The client's own mailbox (invalidations without REDIRECT, broken-redirect notices).
+    mailbox: Arc<Mailbox>,
+    /// Set once the redirect client went away.
+    broken: std::sync::atomic::AtomicBool,
+}
+
+#[derive(Default)]
+struct State {
+    trackers: HashMap<u64, Tracker>,
+    /// Key -> clients that may cache it (default mode).
+    table: HashMap<Vec<u8>, HashSet<u64>>,
+    /// Prefix -> BCAST clients.
+    prefixes: HashMap<Vec<u8>, HashSet<u64>>,
+}
+
+/// The tracking registry.
+#[derive(Default)]
+pub struct Tracking {
+    state: Mutex<State>,
+    /// Number of tracking clients (the fast path).
+    clients: AtomicUsize,
+    /// Every client's mailbox, by id (REDIRECT targets).
+    mailboxes: Mutex<HashMap<u64, Arc<Mailbox>>>,
+    /// Invalidation messages sent (INFO tracking_invalidations is not a Redis field; kept
+    /// for tests and metrics).
+    pub invalidations: AtomicU64,
+}
+
+impl Tracking {
+    /// True while any client tracks.
+    #[inline]
+    pub fn active(&self) -> bool {
+        self.clients.load(SeqCst) > 0
+    }
+
+    /// Number of tracking clients (INFO tracking_clients).
+    pub fn client_count(&self) -> usize {
+        self.clients.load(SeqCst)
+    }
+
+    /// Number of keys remembered (INFO tracking_total_keys).
+    pub fn key_count(&self) -> usize {
+        if !self.active() {
+            return 0;
+        }
+        self.state.lock().table.len()
+    }
+
+    /// Number of BCAST prefixes (INFO tracking_total_prefixes).
+    pub fn prefix_count(&self) -> usize {
+        if !self.active() {
+            return 0;
+        }
+        self.state.lock().prefixes.len()
+    }
+
+    /// Makes `mb` reachable as a REDIRECT target.
+    pub fn add_mailbox(&self, id: u64, mb: &Arc<Mailbox>) {
+        self.mailboxes.lock().insert(id, mb.clone());
+    }
+
+    /// The client went away: forget its mailbox and its tracking.
+    pub fn remove_client(&self, id: u64) {
+        self.mailboxes.lock().remove(&id);
+        self.disable(id);
+    }
+
+    /// True when client `id` has a mailbox or is connected (the caller checks the latter).
+    pub fn has_mailbox(&self, id: u64) -> bool {
+        self.mailboxes.lock().contains_key(&id)
+    }
+
+    /// Enables (or re-enables) tracking for `id`.
+    pub fn enable(&self, id: u64, mailbox: Arc<Mailbox>, opts: Options) {
+        let mut st = self.state.lock();
+        if let Some(old) = st.trackers.remove(&id) {
+            remove_prefixes(&mut st, id, &old.opts.prefixes, old.opts.bcast);
+        } else {
+            self.clients.fetch_add(1, SeqCst);
+        }
+        if opts.bcast {
+            if opts.prefixes.is_empty() {
+                st.prefixes.entry(Vec::new()).or_default().insert(id);
+            }
+            for p in &opts.prefixes {
+                st.prefixes.entry(p.clone()).or_default().insert(id);
+            }
+        }
+        st.trackers.insert(
+            id,
+            Tracker {
+                opts,
+                mailbox,
+                broken: Default::default(),
+            },
+        );
+    }
+
+    /// Disables tracking for `id` (its remembered keys are dropped lazily).
+    pub fn disable(&self, id: u64) {
+        let mut st = self.state.lock();
+        if let Some(old) = st.trackers.remove(&id) {
+            remove_prefixes(&mut st, id, &old.opts.prefixes, old.opts.bcast);
+            self.clients.fetch_sub(1, SeqCst);
+        }
+    }
+
+    /// Remembers that client `id` read `keys` (default mode).
+    pub fn remember(&self, id: u64, keys: impl Iterator<Item = Vec<u8>>) {
+        let mut st = self.state.lock();
+        for k in keys {
+            st.table.entry(k).or_default().insert(id);
+        }
+    }
+
+    /// `key` was modified by client `writer` (0: the server, e.g. expiry): sends the
+    /// invalidations it causes.
+    pub fn invalidate(&self, writer: u64, key: &[u8]) {
+        if !self.active() {
+            return;
+        }
+        let mut st = self.state.lock();
+        let mut targets: Vec<u64> = Vec::new();
+        if let Some(ids) = st.table.remove(key) {
+            targets.extend(ids);
+        }
+        for (p, ids) in &st.prefixes {
+            if key.starts_with(p) {
+                targets.extend(ids.iter().copied());
+            }
+        }
+        targets.sort_unstable();
+        targets.dedup();
+        for id in targets {
+            let Some(t) = st.trackers.get(&id) else {
+                continue;
+            };
+            if t.opts.noloop && id == writer {
+                continue;
+            }
+            self.send(t, Some(key));
+        }
+    }
+
+    /// FLUSHDB / FLUSHALL: every tracking client is told to drop everything.
+    pub fn invalidate_all(&self) {
+        if !self.active() {
+            return;
+        }
+        let mut st = self.state.lock();
+        st.table.clear();
+        for t in st.trackers.values() {
+            self.send(t, None);
+        }
+    }
+
+    /// CLIENT TRACKINGINFO / GETREDIR data: options and whether the redirect broke.
+    pub fn info(&self, id: u64) -> Option<(Options, bool)> {
+        let st = self.state.lock();
+        st.trackers
+            .get(&id)
+            .map(|t| (t.opts.clone(), t.broken.load(Relaxed)))
+    }
+
+    /// Sends one invalidation (`key`, or all keys when `None`) for tracker `t`.
+    fn send(&self, t: &Tracker, key: Option<&[u8]>) {
+        let mut redirected = false;
+        let target = if t.opts.redirect != 0 {
+            match self.mailboxes.lock().get(&t.opts.redirect) {
+                Some(m) if !m.info.killed.load(Relaxed) => {
+                    redirected = true;
+                    m.clone()
+                }
+                _ => {
+                    if !t.broken.swap(true, Relaxed) && t.mailbox.is_resp3() {
+                        let mut w = ReplyWriter::new(Protocol::Resp3);
+                        w.push(2);
+                        w.bulk(b"tracking-redir-broken");
+                        w.int(t.opts.redirect as i64);
+                        t.mailbox.send(w.buffer().to_vec());
+                    }
+                    return;
+                }
+            }
+        } else {
+            t.mailbox.clone()
+        };
+        let mut w;
+        if target.is_resp3() {
+            w = ReplyWriter::new(Protocol::Resp3);
+            w.push(2);
+            w.bulk(b"invalidate");
+        } else if redirected && target.info.sub_counts.iter().any(|n| n.load(Relaxed) > 0) {
+            w = ReplyWriter::new(Protocol::Resp2);
+            w.array(3);
+            w.bulk(b"message");
+            w.bulk(CHANNEL);
+        } else {
+            return;
+        }
+        match key {
+            Some(k) => {
+                w.array(1);
+                w.bulk(k);
+            }
+            None => w.null(),
+        }
+        self.invalidations.fetch_add(1, Relaxed);
+        target.send(w.buffer().to_vec());
+    }
+}
+
+fn remove_prefixes(st: &mut State, id: u64, prefixes: &[Vec<u8>], bcast: bool) {
+    if !bcast {
+        return;
+    }
+    let all = [Vec::new()];
+    let list: &[Vec<u8>] = if prefixes.is_empty() { &all } else { prefixes };
+    for p in list {
+        if let Some(set) = st.prefixes.get_mut(p) {
+            set.remove(&id);
+            if set.is_empty() {
+                st.prefixes.remove(p);
+            }
+        }
+    }
+}
