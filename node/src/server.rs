@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::Relaxed};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use parking_lot::RwLock;
+use parking_lot::{Mutex, RwLock};
 use storage::{clock, Keyspace};
 use tokio::sync::{mpsc, Notify};
 use tracing::{error, info, warn};
@@ -19,6 +19,61 @@ use crate::client::ClientTable;
 use crate::config::Config;
 use crate::registry::{flags, CommandSpec, Registry};
 use crate::stats::WorkerStats;
+
+/// Frees large values on a background thread (UNLINK, FLUSH* ASYNC), so a command never
+/// stalls its worker's other connections while a big collection is dropped.
+pub struct LazyFree {
+    tx: Mutex<Option<std::sync::mpsc::Sender<Box<dyn Send>>>>,
+    /// Objects handed over and not yet freed (INFO lazyfree_pending_objects).
+    pub pending: Arc<AtomicU64>,
+    /// Objects freed by the background thread (INFO lazyfreed_objects).
+    pub freed: Arc<AtomicU64>,
+}
+
+impl Default for LazyFree {
+    fn default() -> Self {
+        LazyFree {
+            tx: Mutex::new(None),
+            pending: Arc::new(AtomicU64::new(0)),
+            freed: Arc::new(AtomicU64::new(0)),
+        }
+    }
+}
+
+/// Values whose free effort passes this are freed in the background (Redis's
+/// `LAZYFREE_THRESHOLD`).
+pub const LAZYFREE_THRESHOLD: usize = 64;
+
+impl LazyFree {
+    /// Drops `obj` on the lazy-free thread (started on first use), or here if it can't run.
+    pub fn free(&self, obj: Box<dyn Send>) {
+        let mut tx = self.tx.lock();
+        if tx.is_none() {
+            let (s, r) = std::sync::mpsc::channel::<Box<dyn Send>>();
+            let (pending, freed) = (self.pending.clone(), self.freed.clone());
+            let started = std::thread::Builder::new()
+                .name("ember-lazyfree".into())
+                .spawn(move || {
+                    for obj in r {
+                        drop(obj);
+                        pending.fetch_sub(1, Relaxed);
+                        freed.fetch_add(1, Relaxed);
+                    }
+                });
+            if started.is_err() {
+                return;
+            }
+            *tx = Some(s);
+        }
+        if let Some(t) = tx.as_ref() {
+            self.pending.fetch_add(1, Relaxed);
+            if let Err(e) = t.send(obj) {
+                self.pending.fetch_sub(1, Relaxed);
+                drop(e);
+            }
+        }
+    }
+}
 
 /// [`Server::busy`]: a script (EVAL) is past its busy threshold.
 pub const BUSY_SCRIPT: u8 = 1;
@@ -142,6 +197,8 @@ pub struct Server {
     pub pubsub: crate::pubsub::PubSub,
     /// Client-side caching (CLIENT TRACKING).
     pub tracking: crate::tracking::Tracking,
+    /// Background freeing of large values.
+    pub lazyfree: LazyFree,
     /// Set when SHUTDOWN or a signal asks the node to stop.
     pub shutting_down: AtomicBool,
     /// Wakes the acceptor to shut down.
@@ -190,6 +247,7 @@ impl Server {
             watches: Default::default(),
             pubsub: Default::default(),
             tracking: Default::default(),
+            lazyfree: Default::default(),
             shutting_down: AtomicBool::new(false),
             shutdown: Notify::new(),
             log_reload,

@@ -54,6 +54,19 @@ impl Value {
         }
     }
 
+    /// Number of allocations freeing the value costs, roughly (Redis's
+    /// `lazyfreeGetFreeEffort`): 1 for strings, the element count for collections.
+    pub fn free_effort(&self) -> usize {
+        match self {
+            Value::String(_) => 1,
+            Value::List(l) => l.len(),
+            Value::Hash(h) => h.len(),
+            Value::Set(s) => s.len(),
+            Value::ZSet(z) => z.len(),
+            Value::Stream(_) => 1,
+        }
+    }
+
     /// Approximate heap bytes owned by the value (for MEMORY USAGE and INFO estimates).
     pub fn heap_size(&self) -> usize {
         match self {

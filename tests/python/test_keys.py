@@ -1,10 +1,12 @@
 """Keyspace commands: DEL UNLINK EXISTS TYPE RENAME KEYS SCAN RANDOMKEY DBSIZE FLUSH* MOVE
 COPY TOUCH OBJECT SWAPDB."""
 
+import time
+
 import pytest
 import redis
 
-from helpers import wait_until
+from helpers import requires_72, wait_until
 
 SYNTAX = r"^syntax error$"
 NOT_INT = r"^value is not an integer or out of range$"
@@ -516,3 +518,20 @@ def test_keyspace_commands_arity(rr):
         with pytest.raises(redis.ResponseError, match=arity(cmd.lower())):
             rr.execute_command(cmd, *args)
 
+
+
+@requires_72
+def test_unlink_frees_big_values_in_the_background(r):
+    r.rpush("big", *range(1000))
+    r.sadd("bigset", *range(1000))
+    r.set("small", "v")
+    before = r.info("stats").get("lazyfreed_objects", 0)
+    assert r.unlink("big", "bigset", "small", "missing") == 3
+    assert r.exists("big", "bigset", "small") == 0
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        if r.info("stats").get("lazyfreed_objects", 0) >= before + 2:
+            break
+        time.sleep(0.02)
+    assert r.info("stats")["lazyfreed_objects"] >= before + 2
+    assert r.info("memory")["lazyfree_pending_objects"] == 0

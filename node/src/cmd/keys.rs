@@ -72,8 +72,9 @@ static OBJECT_SUBCOMMANDS: &[CommandSpec] = &[
 ];
 
 /// Removes every key named in `args[1..]`; the values are dropped after the locks are
-/// released so freeing a large value never stalls the shard.
-fn delete_keys(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
+/// released so freeing a large value never stalls the shard, and with `lazy` (UNLINK)
+/// large values are freed on the lazy-free thread.
+fn delete_keys(ctx: &mut Ctx<'_>, args: Args<'_>, lazy: bool) -> CmdResult {
     let db = ctx.db();
     let keys = args.slice(1);
     let mut removed: Vec<Entry> = Vec::new();
@@ -86,16 +87,23 @@ fn delete_keys(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
         }
     }
     ctx.out.int(removed.len() as i64);
-    drop(removed);
+    if lazy {
+        let big = crate::server::LAZYFREE_THRESHOLD;
+        for e in removed {
+            if e.value.free_effort() > big {
+                ctx.server.lazyfree.free(Box::new(e));
+            }
+        }
+    }
     Ok(())
 }
 
 fn del(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
-    delete_keys(ctx, args)
+    delete_keys(ctx, args, false)
 }
 
 fn unlink(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
-    delete_keys(ctx, args)
+    delete_keys(ctx, args, true)
 }
 
 fn exists(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {

@@ -189,17 +189,14 @@ fn flush_mode(args: Args<'_>) -> Result<bool, CmdError> {
     }
 }
 
-/// Frees flushed tables: on a background thread for ASYNC, here otherwise. Either way no
+/// Frees flushed tables: on the lazy-free thread for ASYNC, here otherwise. Either way no
 /// shard lock is held any more.
-fn dispose(tables: Vec<Table>, lazy: bool) {
+fn dispose(server: &crate::server::Server, tables: Vec<Table>, lazy: bool) {
     if tables.is_empty() {
         return;
     }
     if lazy {
-        // If the thread can't start, the closure (and the tables) are dropped right here.
-        let _ = std::thread::Builder::new()
-            .name("ember-lazyfree".into())
-            .spawn(move || drop(tables));
+        server.lazyfree.free(Box::new(tables));
     } else {
         drop(tables);
     }
@@ -233,7 +230,7 @@ fn flush(ctx: &Ctx<'_>, db: Option<usize>, lazy: bool) {
             }
         }
     }
-    dispose(taken, lazy);
+    dispose(ctx.server, taken, lazy);
 }
 
 fn flushdb(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
@@ -603,6 +600,11 @@ pub fn info_text(server: &Server, now: u64, want: impl Fn(&str) -> bool) -> Stri
             rss as f64 / used as f64
         };
         kv(&mut s, "mem_fragmentation_ratio", format!("{frag:.2}"));
+        kv(
+            &mut s,
+            "lazyfree_pending_objects",
+            server.lazyfree.pending.load(Relaxed),
+        );
         kv(&mut s, "mem_allocator", jemalloc_version());
     }
 
@@ -643,6 +645,11 @@ pub fn info_text(server: &Server, now: u64, want: impl Fn(&str) -> bool) -> Stri
             server.rejected_conns.load(Relaxed),
         );
         kv(&mut s, "expired_keys", expired_keys(server));
+        kv(
+            &mut s,
+            "lazyfreed_objects",
+            server.lazyfree.freed.load(Relaxed),
+        );
         kv(&mut s, "evicted_keys", 0);
         kv(&mut s, "keyspace_hits", sum(|w| &w.hits));
         kv(&mut s, "keyspace_misses", sum(|w| &w.misses));
