@@ -310,7 +310,7 @@ impl CommandSpec {
 
     /// True when the command takes key arguments.
     pub fn has_keys(&self) -> bool {
-        self.first_key > 0 || self.numkeys_at > 0
+        self.first_key > 0 || self.numkeys_at > 0 || self.extra_keys.is_some()
     }
 
     /// Positions of the key arguments in `args` (args[0] is the command name).
