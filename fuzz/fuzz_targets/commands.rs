@@ -101,6 +101,11 @@ fuzz_target!(|data: &[u8]| {
             _ => break,
         }
     }
+    // What a closing connection releases (conn.rs `serve`), then an empty keyspace.
+    node::cmd::pubsub::unsubscribe_all(server, &mut client);
+    server.tracking.remove_client(1);
+    let watched = std::mem::take(&mut client.watched);
+    server.watches.unwatch_all(&client.info, &watched);
     // Every input starts from an empty keyspace.
     let mut all = server.keyspace.lock_all(0);
     for shard in all.shards_mut() {

@@ -11,6 +11,7 @@
 //! - [`pubsub`]: channels, patterns, mailboxes and output-buffer limits.
 //! - [`tracking`]: client-side caching invalidations (CLIENT TRACKING).
 //! - [`watch`]: WATCH bookkeeping; EXEC runs alone behind every worker's gate.
+//! - [`script`]: Lua scripting (EVAL, FCALL): sandboxed Lua 5.1 engines, `redis.*`, cjson/bit/cmsgpack.
 //! - [`ctx`], [`client`], [`stats`], [`error`]: what handlers see and report.
 #![deny(missing_docs)]
 
@@ -22,6 +23,7 @@ pub mod conn;
 pub mod ctx;
 pub mod error;
 pub mod registry;
+pub mod script;
 pub mod pubsub;
 pub mod server;
 pub mod stats;

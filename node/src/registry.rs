@@ -111,6 +111,8 @@ pub enum Group {
     Transactions,
     /// Pub/sub.
     PubSub,
+    /// Scripting and functions.
+    Scripting,
 }
 
 impl Group {
@@ -131,6 +133,7 @@ impl Group {
             Group::Stream => "stream",
             Group::Transactions => "transactions",
             Group::PubSub => "pubsub",
+            Group::Scripting => "scripting",
         }
     }
 }
@@ -304,6 +307,7 @@ impl CommandSpec {
             Group::Stream => v.push("stream"),
             Group::Transactions => v.push("transaction"),
             Group::PubSub => {}
+            Group::Scripting => v.push("scripting"),
         }
         v
     }

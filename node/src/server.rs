@@ -191,6 +191,8 @@ pub struct Server {
     /// Set while a script ([`BUSY_SCRIPT`]) or function ([`BUSY_FUNCTION`]) holding every
     /// gate has run past `busy-reply-threshold`: other commands then answer `-BUSY`.
     pub busy: std::sync::atomic::AtomicU8,
+    /// Lua scripting: script cache, function libraries, the running script (kill flag).
+    pub scripting: crate::script::Scripting,
     /// Keys watched by clients (WATCH).
     pub watches: crate::watch::Watches,
     /// Pub/sub subscriptions.
@@ -244,6 +246,7 @@ impl Server {
             pause: Pause::default(),
             blocking: Default::default(),
             busy: Default::default(),
+            scripting: crate::script::Scripting::new(),
             watches: Default::default(),
             pubsub: Default::default(),
             tracking: Default::default(),

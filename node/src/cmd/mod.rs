@@ -11,6 +11,7 @@ pub mod hll;
 pub mod keys;
 pub mod lists;
 pub mod pubsub;
+pub mod scripting;
 pub mod server;
 pub mod sets;
 pub mod sort;
@@ -40,6 +41,7 @@ pub fn families() -> Vec<&'static [CommandSpec]> {
         sort::COMMANDS,
         streams::COMMANDS,
         tx::COMMANDS,
+        scripting::COMMANDS,
         pubsub::COMMANDS,
     ]
 }

@@ -165,8 +165,11 @@ fn os_error_text(e: &std::io::Error) -> String {
 // ------------------------------------------------------------------------------------------
 
 fn time(ctx: &mut Ctx<'_>, _args: Args<'_>) -> CmdResult {
-    let secs = ctx.now / NS_PER_SEC;
-    let usecs = (ctx.now % NS_PER_SEC) / 1_000;
+    // The wall clock now, not the command's snapshot: inside a script or EXEC, ctx.now is
+    // frozen for key expiry, but TIME moves on as in Redis.
+    let now = storage::clock::now_ns();
+    let secs = now / NS_PER_SEC;
+    let usecs = (now % NS_PER_SEC) / 1_000;
     ctx.out.array(2);
     ctx.out.bulk_int(secs as i64);
     ctx.out.bulk_int(usecs as i64);

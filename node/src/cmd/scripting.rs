@@ -1,0 +1,626 @@
+//! Scripting: EVAL, EVALSHA, EVAL_RO, EVALSHA_RO, SCRIPT LOAD/EXISTS/FLUSH/KILL/HELP,
+//! FCALL, FCALL_RO and FUNCTION LOAD/DELETE/FLUSH/LIST/STATS/KILL/HELP.
+//!
+//! Scripts and functions run alone: they are flagged `EXCLUSIVE` so the dispatcher does
+//! not take the worker's gate, and take every worker's gate themselves for the whole run
+//! (inside EXEC the gates are already held). The Lua side is in [`crate::script`].
+//! FUNCTION DUMP / RESTORE are not provided.
+
+use std::sync::atomic::Ordering::Relaxed;
+use std::time::Duration;
+
+use resp::Args;
+
+use crate::client::BlockMode;
+use crate::cmd::util::{is, parse_i64, reply_help};
+use crate::ctx::Ctx;
+use crate::error::{CmdError, CmdResult};
+use crate::registry::{flags::*, CommandSpec, Group};
+use crate::script::{self, Engine, RunOpts, Script, FLAG_NAMES, FLAG_NO_WRITES};
+use crate::server::{Server, BUSY_FUNCTION, BUSY_SCRIPT};
+
+const S: Group = Group::Scripting;
+
+/// Scripting commands.
+pub static COMMANDS: &[CommandSpec] = &[
+    CommandSpec::new(
+        "eval",
+        -3,
+        NOSCRIPT | SKIP_MONITOR | MAY_REPLICATE | STALE | MOVABLE_KEYS | EXCLUSIVE,
+        (0, 0, 0),
+        S,
+        eval,
+    )
+    .numkeys(2)
+    .doc("Executes a server-side Lua script.", "2.6.0"),
+    CommandSpec::new(
+        "evalsha",
+        -3,
+        NOSCRIPT | SKIP_MONITOR | MAY_REPLICATE | STALE | MOVABLE_KEYS | EXCLUSIVE,
+        (0, 0, 0),
+        S,
+        evalsha,
+    )
+    .numkeys(2)
+    .doc("Executes a server-side Lua script by SHA1 digest.", "2.6.0"),
+    CommandSpec::new(
+        "eval_ro",
+        -3,
+        NOSCRIPT | SKIP_MONITOR | STALE | READONLY | MOVABLE_KEYS | EXCLUSIVE,
+        (0, 0, 0),
+        S,
+        eval_ro,
+    )
+    .numkeys(2)
+    .doc("Executes a read-only server-side Lua script.", "7.0.0"),
+    CommandSpec::new(
+        "evalsha_ro",
+        -3,
+        NOSCRIPT | SKIP_MONITOR | STALE | READONLY | MOVABLE_KEYS | EXCLUSIVE,
+        (0, 0, 0),
+        S,
+        evalsha_ro,
+    )
+    .numkeys(2)
+    .doc(
+        "Executes a read-only server-side Lua script by SHA1 digest.",
+        "7.0.0",
+    ),
+    CommandSpec::new(
+        "fcall",
+        -3,
+        NOSCRIPT | SKIP_MONITOR | MAY_REPLICATE | STALE | MOVABLE_KEYS | EXCLUSIVE,
+        (0, 0, 0),
+        S,
+        fcall,
+    )
+    .numkeys(2)
+    .doc("Invokes a function.", "7.0.0"),
+    CommandSpec::new(
+        "fcall_ro",
+        -3,
+        NOSCRIPT | SKIP_MONITOR | STALE | READONLY | MOVABLE_KEYS | EXCLUSIVE,
+        (0, 0, 0),
+        S,
+        fcall_ro,
+    )
+    .numkeys(2)
+    .doc("Invokes a read-only function.", "7.0.0"),
+    CommandSpec::container("script", S, SCRIPT_SUBS)
+        .doc("A container for Lua scripts management commands.", "2.6.0"),
+    CommandSpec::container("function", S, FUNCTION_SUBS)
+        .doc("A container for function commands.", "7.0.0"),
+];
+
+static SCRIPT_SUBS: &[CommandSpec] = &[
+    CommandSpec::new("load", 3, NOSCRIPT | STALE, (0, 0, 0), S, script_load).doc(
+        "Loads a server-side Lua script to the script cache.",
+        "2.6.0",
+    ),
+    CommandSpec::new("exists", -3, NOSCRIPT | STALE, (0, 0, 0), S, script_exists).doc(
+        "Determines whether server-side Lua scripts exist in the script cache.",
+        "2.6.0",
+    ),
+    CommandSpec::new("flush", -2, NOSCRIPT | STALE, (0, 0, 0), S, script_flush).doc(
+        "Removes all server-side Lua scripts from the script cache.",
+        "2.6.0",
+    ),
+    CommandSpec::new("kill", 2, NOSCRIPT | ALLOW_BUSY, (0, 0, 0), S, script_kill).doc(
+        "Terminates a server-side Lua script during execution.",
+        "2.6.0",
+    ),
+    CommandSpec::new("help", 2, LOADING | STALE, (0, 0, 0), S, script_help).doc(
+        "Returns helpful text about the different subcommands.",
+        "5.0.0",
+    ),
+];
+
+static FUNCTION_SUBS: &[CommandSpec] = &[
+    CommandSpec::new(
+        "load",
+        -3,
+        WRITE | DENYOOM | NOSCRIPT,
+        (0, 0, 0),
+        S,
+        function_load,
+    )
+    .doc("Creates a library.", "7.0.0"),
+    CommandSpec::new("delete", 3, WRITE | NOSCRIPT, (0, 0, 0), S, function_delete)
+        .doc("Deletes a library and its functions.", "7.0.0"),
+    CommandSpec::new("flush", -2, WRITE | NOSCRIPT, (0, 0, 0), S, function_flush)
+        .doc("Deletes all libraries and functions.", "7.0.0"),
+    CommandSpec::new("list", -2, NOSCRIPT, (0, 0, 0), S, function_list)
+        .doc("Returns information about all libraries.", "7.0.0"),
+    CommandSpec::new(
+        "stats",
+        2,
+        NOSCRIPT | ALLOW_BUSY,
+        (0, 0, 0),
+        S,
+        function_stats,
+    )
+    .doc(
+        "Returns information about a function during execution.",
+        "7.0.0",
+    ),
+    CommandSpec::new(
+        "kill",
+        2,
+        NOSCRIPT | ALLOW_BUSY,
+        (0, 0, 0),
+        S,
+        function_kill,
+    )
+    .doc("Terminates a function during execution.", "7.0.0"),
+    CommandSpec::new("help", 2, LOADING | STALE, (0, 0, 0), S, function_help).doc(
+        "Returns helpful text about the different subcommands.",
+        "7.0.0",
+    ),
+];
+
+/// Takes every worker's gate in order (as [`Server::lock_gates`]), giving up with `-BUSY`
+/// while another script is past its busy threshold (as Redis answers a script sent
+/// meanwhile).
+fn lock_gates(server: &Server) -> Result<Vec<parking_lot::MutexGuard<'_, ()>>, CmdError> {
+    let mut gates = Vec::with_capacity(server.workers.len());
+    for w in &server.workers {
+        loop {
+            if let Some(g) = w.gate.try_lock_for(Duration::from_millis(2)) {
+                gates.push(g);
+                break;
+            }
+            match server.busy.load(Relaxed) {
+                0 => {}
+                kind => {
+                    let what = if kind == BUSY_FUNCTION {
+                        "FUNCTION"
+                    } else {
+                        "SCRIPT"
+                    };
+                    return Err(CmdError::raw(format!(
+                        "BUSY Redis is busy running a script. You can only call {what} KILL or SHUTDOWN NOSAVE."
+                    )));
+                }
+            }
+        }
+    }
+    Ok(gates)
+}
+
+/// Key arguments and other arguments of a script call.
+type KeysAndArgs<'a> = (Vec<&'a [u8]>, Vec<&'a [u8]>);
+
+/// Parses numkeys and splits the rest into keys and arguments.
+fn split_keys(args: Args<'_>) -> Result<KeysAndArgs<'_>, CmdError> {
+    let n = parse_i64(args.arg(2))?;
+    let rest = args.len() - 3;
+    if n > rest as i64 {
+        return Err(CmdError::err(
+            "Number of keys can't be greater than number of args",
+        ));
+    }
+    if n < 0 {
+        return Err(CmdError::err("Number of keys can't be negative"));
+    }
+    let n = n as usize;
+    let keys = (3..3 + n).map(|i| args.arg(i)).collect();
+    let argv = (3 + n..args.len()).map(|i| args.arg(i)).collect();
+    Ok((keys, argv))
+}
+
+fn eval(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
+    eval_generic(ctx, args, false, false)
+}
+
+fn evalsha(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
+    eval_generic(ctx, args, true, false)
+}
+
+fn eval_ro(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
+    eval_generic(ctx, args, false, true)
+}
+
+fn evalsha_ro(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
+    eval_generic(ctx, args, true, true)
+}
+
+/// Compiles `body` into the cache of `eng` (if not there yet); returns its sha.
+fn cache_script(eng: &mut Engine, body: &[u8]) -> Result<String, CmdError> {
+    let sha = script::sha1_hex(body);
+    if eng.scripts.contains_key(&sha) {
+        return Ok(sha);
+    }
+    let (flags, stripped, _) = script::parse_shebang(body, false).map_err(CmdError::raw)?;
+    let func = eng
+        .compile(stripped.as_deref().unwrap_or(body))
+        .map_err(|e| CmdError::err(format!("Error compiling script (new function): {e}")))?;
+    eng.scripts.insert(
+        sha.clone(),
+        Script {
+            func,
+            flags,
+            body: body.to_vec(),
+        },
+    );
+    Ok(sha)
+}
+
+fn eval_generic(ctx: &mut Ctx<'_>, args: Args<'_>, by_sha: bool, ro: bool) -> CmdResult {
+    if by_sha && args.arg(1).len() != 40 {
+        return Err(CmdError::raw(
+            "NOSCRIPT No matching script. Please use EVAL.",
+        ));
+    }
+    let (keys, argv) = split_keys(args)?;
+    let server = ctx.server.clone();
+    // Inside EXEC every gate is already held (and the client does not block).
+    let _gates = if ctx.client.block_mode == BlockMode::NoBlock {
+        None
+    } else {
+        Some(lock_gates(&server)?)
+    };
+    let mut eng = server.scripting.eval.lock();
+    let sha = if by_sha {
+        let sha = String::from_utf8_lossy(args.arg(1)).to_ascii_lowercase();
+        if !eng.scripts.contains_key(&sha) {
+            return Err(CmdError::raw(
+                "NOSCRIPT No matching script. Please use EVAL.",
+            ));
+        }
+        sha
+    } else {
+        cache_script(&mut eng, args.arg(1))?
+    };
+    let Some(s) = eng.scripts.get(&sha) else {
+        return Err(CmdError::raw(
+            "NOSCRIPT No matching script. Please use EVAL.",
+        ));
+    };
+    let func = s.func.clone();
+    let read_only = ro || s.flags & FLAG_NO_WRITES != 0;
+    let opts = RunOpts {
+        funcname: sha.clone(),
+        eval_mode: true,
+        read_only,
+        kind: BUSY_SCRIPT,
+        keys,
+        args: argv,
+    };
+    script::run(&eng, ctx, &func, opts)
+}
+
+fn script_load(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
+    let mut eng = ctx.server.scripting.eval.lock();
+    let sha = cache_script(&mut eng, args.arg(2))?;
+    ctx.out.bulk(sha.as_bytes());
+    Ok(())
+}
+
+fn script_exists(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
+    let eng = ctx.server.scripting.eval.lock();
+    ctx.out.array(args.len() - 2);
+    for a in args.iter().skip(2) {
+        let sha = String::from_utf8_lossy(a).to_ascii_lowercase();
+        ctx.out.int(eng.scripts.contains_key(&sha) as i64);
+    }
+    Ok(())
+}
+
+/// Checks the optional ASYNC|SYNC argument of SCRIPT FLUSH / FUNCTION FLUSH.
+fn flush_mode(args: Args<'_>, what: &str) -> CmdResult {
+    match args.len() {
+        2 => Ok(()),
+        3 if is(args.arg(2), "async") || is(args.arg(2), "sync") => Ok(()),
+        _ => Err(CmdError::err(format!(
+            "{what} FLUSH only support SYNC|ASYNC option"
+        ))),
+    }
+}
+
+fn script_flush(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
+    flush_mode(args, "SCRIPT")?;
+    *ctx.server.scripting.eval.lock() = Engine::new("@user_script");
+    ctx.out.ok();
+    Ok(())
+}
+
+fn kill_generic(ctx: &mut Ctx<'_>, is_eval: bool) -> CmdResult {
+    let run = &ctx.server.scripting.run;
+    let running = run.running.load(Relaxed);
+    let mine = if is_eval { BUSY_SCRIPT } else { BUSY_FUNCTION };
+    if running == 0 {
+        return Err(CmdError::raw("NOTBUSY No scripts in execution right now."));
+    }
+    if running != mine {
+        return Err(CmdError::raw(if is_eval {
+            "BUSY Redis is busy running a script. You can only call FUNCTION KILL or SHUTDOWN NOSAVE."
+        } else {
+            "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE."
+        }));
+    }
+    if run.wrote.load(Relaxed) {
+        return Err(CmdError::raw(
+            "UNKILLABLE Sorry the script already executed write commands against the dataset. You can either wait the script termination or kill the server in a hard way using the SHUTDOWN NOSAVE command.",
+        ));
+    }
+    run.kill.store(true, Relaxed);
+    ctx.out.ok();
+    Ok(())
+}
+
+fn script_kill(ctx: &mut Ctx<'_>, _args: Args<'_>) -> CmdResult {
+    kill_generic(ctx, true)
+}
+
+fn script_help(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
+    reply_help(
+        ctx.out,
+        args.arg(0),
+        &[
+            "EXISTS <sha1> [<sha1> ...]",
+            "    Return information about the existence of the scripts in the script cache.",
+            "FLUSH [ASYNC|SYNC]",
+            "    Flush the Lua scripts cache. Very dangerous on replicas.",
+            "    When called without the optional mode argument, the behavior is determined by the",
+            "    lazyfree-lazy-user-flush configuration directive. Valid modes are:",
+            "    * ASYNC: Asynchronously flush the scripts cache.",
+            "    * SYNC: Synchronously flush the scripts cache.",
+            "KILL",
+            "    Kill the currently executing Lua script.",
+            "LOAD <script>",
+            "    Load a script into the scripts cache without executing it.",
+        ],
+    );
+    Ok(())
+}
+
+fn fcall(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
+    fcall_generic(ctx, args, false)
+}
+
+fn fcall_ro(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
+    fcall_generic(ctx, args, true)
+}
+
+fn fcall_generic(ctx: &mut Ctx<'_>, args: Args<'_>, ro: bool) -> CmdResult {
+    let server = ctx.server.clone();
+    let _gates = if ctx.client.block_mode == BlockMode::NoBlock {
+        None
+    } else {
+        Some(lock_gates(&server)?)
+    };
+    let store = server.scripting.func.lock();
+    let name = String::from_utf8_lossy(args.arg(1)).into_owned();
+    let info = store
+        .index
+        .get(&name)
+        .and_then(|lib| store.libraries.get(lib))
+        .and_then(|lib| lib.functions.get(&name));
+    let Some(info) = info else {
+        return Err(CmdError::err("Function not found"));
+    };
+    let (keys, argv) = split_keys(args)?;
+    if ro && info.flags & FLAG_NO_WRITES == 0 {
+        return Err(CmdError::err(
+            "Can not execute a script with write flag using *_ro command.",
+        ));
+    }
+    let func = info.func.clone();
+    let read_only = ro || info.flags & FLAG_NO_WRITES != 0;
+    *server.scripting.run.current.lock() = Some((
+        name.clone(),
+        args.iter().map(|a| a.to_vec()).collect::<Vec<_>>(),
+    ));
+    let opts = RunOpts {
+        funcname: name,
+        eval_mode: false,
+        read_only,
+        kind: BUSY_FUNCTION,
+        keys,
+        args: argv,
+    };
+    let r = script::run(&store.engine, ctx, &func, opts);
+    *server.scripting.run.current.lock() = None;
+    r
+}
+
+fn function_load(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
+    let mut replace = false;
+    let mut i = 2;
+    while i + 1 < args.len() {
+        if is(args.arg(i), "replace") {
+            replace = true;
+            i += 1;
+        } else {
+            return Err(CmdError::err(format!(
+                "Unknown option given: {}",
+                String::from_utf8_lossy(args.arg(i))
+            )));
+        }
+    }
+    if i + 1 != args.len() {
+        return Err(CmdError::err("Function code is missing"));
+    }
+    let mut store = ctx.server.scripting.func.lock();
+    let name = store.load(args.arg(i), replace)?;
+    ctx.out.bulk(name.as_bytes());
+    Ok(())
+}
+
+fn function_delete(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
+    let mut store = ctx.server.scripting.func.lock();
+    let name = String::from_utf8_lossy(args.arg(2)).into_owned();
+    let Some(lib) = store.libraries.remove(&name) else {
+        return Err(CmdError::err("Library not found"));
+    };
+    for f in lib.functions.keys() {
+        store.index.remove(f);
+    }
+    ctx.out.ok();
+    Ok(())
+}
+
+fn function_flush(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
+    flush_mode(args, "FUNCTION")?;
+    *ctx.server.scripting.func.lock() = script::FunctionStore::new();
+    ctx.out.ok();
+    Ok(())
+}
+
+fn function_list(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
+    let mut with_code = false;
+    let mut pattern: Option<&[u8]> = None;
+    let mut i = 2;
+    while i < args.len() {
+        let a = args.arg(i);
+        if is(a, "withcode") {
+            if with_code {
+                return Err(CmdError::err("Unknown argument withcode"));
+            }
+            with_code = true;
+            i += 1;
+        } else if is(a, "libraryname") {
+            if pattern.is_some() {
+                return Err(CmdError::err("library name argument was already given"));
+            }
+            if i + 1 >= args.len() {
+                return Err(CmdError::err("library name argument was not given"));
+            }
+            pattern = Some(args.arg(i + 1));
+            i += 2;
+        } else {
+            return Err(CmdError::err(format!(
+                "Unknown argument {}",
+                String::from_utf8_lossy(a)
+            )));
+        }
+    }
+    let store = ctx.server.scripting.func.lock();
+    let libs: Vec<_> = store
+        .libraries
+        .iter()
+        .filter(|(name, _)| {
+            pattern.is_none_or(|p| storage::pattern::glob_match(p, name.as_bytes(), false))
+        })
+        .collect();
+    let out = &mut *ctx.out;
+    out.array(libs.len());
+    for (name, lib) in libs {
+        out.map(if with_code { 4 } else { 3 });
+        out.bulk(b"library_name");
+        out.bulk(name.as_bytes());
+        out.bulk(b"engine");
+        out.bulk(b"LUA");
+        out.bulk(b"functions");
+        out.array(lib.functions.len());
+        for (fname, info) in &lib.functions {
+            out.map(3);
+            out.bulk(b"name");
+            out.bulk(fname.as_bytes());
+            out.bulk(b"description");
+            match &info.description {
+                Some(d) => out.bulk(d.as_bytes()),
+                None => out.null(),
+            }
+            out.bulk(b"flags");
+            let names: Vec<&str> = FLAG_NAMES
+                .iter()
+                .filter(|(_, f)| info.flags & f != 0)
+                .map(|(n, _)| *n)
+                .collect();
+            out.set(names.len());
+            for n in names {
+                out.bulk(n.as_bytes());
+            }
+        }
+        if with_code {
+            out.bulk(b"library_code");
+            out.bulk(&lib.code);
+        }
+    }
+    Ok(())
+}
+
+fn function_stats(ctx: &mut Ctx<'_>, _args: Args<'_>) -> CmdResult {
+    let server = ctx.server;
+    let run = &server.scripting.run;
+    let counts = server
+        .scripting
+        .func
+        .try_lock()
+        .map(|s| (s.libraries.len(), s.index.len()));
+    let current = run.current.lock().clone();
+    let out = &mut *ctx.out;
+    out.map(2);
+    out.bulk(b"running_script");
+    match current {
+        Some((name, argv)) if run.running.load(Relaxed) == BUSY_FUNCTION => {
+            out.map(3);
+            out.bulk(b"name");
+            out.bulk(name.as_bytes());
+            out.bulk(b"command");
+            out.array(argv.len());
+            for a in &argv {
+                out.bulk(a);
+            }
+            out.bulk(b"duration_ms");
+            out.int(0);
+        }
+        _ => out.null(),
+    }
+    out.bulk(b"engines");
+    out.map(1);
+    out.bulk(b"LUA");
+    out.map(2);
+    let (libs, funcs) = counts.unwrap_or((0, 0));
+    out.bulk(b"libraries_count");
+    out.int(libs as i64);
+    out.bulk(b"functions_count");
+    out.int(funcs as i64);
+    Ok(())
+}
+
+fn function_kill(ctx: &mut Ctx<'_>, _args: Args<'_>) -> CmdResult {
+    kill_generic(ctx, false)
+}
+
+fn function_help(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
+    reply_help(
+        ctx.out,
+        args.arg(0),
+        &[
+            "LOAD [REPLACE] <FUNCTION CODE>",
+            "    Create a new library with the given library name and code.",
+            "DELETE <LIBRARY NAME>",
+            "    Delete the given library.",
+            "LIST [LIBRARYNAME PATTERN] [WITHCODE]",
+            "    Return general information on all the libraries:",
+            "    * Library name",
+            "    * The engine used to run the Library",
+            "    * Library description",
+            "    * Functions list",
+            "    * Library code (if WITHCODE is given)",
+            "    It also possible to get only function that matches a pattern using LIBRARYNAME argument.",
+            "FCALL <FUNCTION NAME> <NUMKEYS> <KEY1> ... <KEYN> <ARG1> ... <ARGN>",
+            "    Call a function.",
+            "FCALL_RO <FUNCTION NAME> <NUMKEYS> <KEY1> ... <KEYN> <ARG1> ... <ARGN>",
+            "    Call a function that is marked read-only (no-writes flag).",
+            "STATS",
+            "    Return information about the current function running:",
+            "    * Function name",
+            "    * Command used to run the function",
+            "    * Duration in MS that the function is running",
+            "    If no function is running, return nil",
+            "    In addition, returns a list of available engines.",
+            "KILL",
+            "    Kill the current running function.",
+            "FLUSH [ASYNC|SYNC]",
+            "    Delete all the libraries.",
+            "    When called without the optional mode argument, the behavior is determined by the",
+            "    lazyfree-lazy-user-flush configuration directive. Valid modes are:",
+            "    * ASYNC: Asynchronously flush the libraries.",
+            "    * SYNC: Synchronously flush the libraries.",
+        ],
+    );
+    Ok(())
+}
