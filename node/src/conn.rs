@@ -307,8 +307,14 @@ impl Conn {
             };
             let wake = match ev {
                 Ev::Input => {
-                    if info.killed.load(Relaxed) {
-                        server.blocking.cancel(id);
+                    // Input buffered while blocked still counts against the query buffer
+                    // limit, as in Redis.
+                    let over =
+                        self.rbuf.len() as u64 > server.live.query_buffer_limit.load(Relaxed);
+                    if info.killed.load(Relaxed) || over {
+                        if !server.blocking.cancel(id) {
+                            let _ = rx.await;
+                        }
                         return Ok(true);
                     }
                     continue;

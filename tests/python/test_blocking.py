@@ -7,6 +7,7 @@ the test writes.
 
 from __future__ import annotations
 
+import socket
 import threading
 import time
 
@@ -317,3 +318,22 @@ def test_blocked_on_list_ignores_zset_and_the_reverse(server, r):
     assert r.info("clients")["blocked_clients"] == 1
     r.rpush("k", "v")
     assert cl.join() == [b"k", b"v"]
+
+
+def test_input_while_blocked_counts_against_query_buffer_limit(server, r):
+    r.config_set("client-query-buffer-limit", 1024 * 1024)
+    try:
+        s = socket.create_connection(("127.0.0.1", server.port))
+        s.sendall(b"BLPOP never 0\r\n")
+        wait_blocked(r, 1)
+        try:
+            s.sendall(b"*2\r\n$3\r\nGET\r\n$2000000\r\n" + b"x" * 2_000_000)
+        except OSError:
+            pass
+        deadline = time.monotonic() + 10
+        while r.info("clients")["blocked_clients"] and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert r.info("clients")["blocked_clients"] == 0
+        s.close()
+    finally:
+        r.config_set("client-query-buffer-limit", 1024 * 1024 * 1024)
