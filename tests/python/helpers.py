@@ -474,3 +474,40 @@ def parse_client_line(line: bytes | str) -> dict[str, str]:
         k, _, v = tok.partition("=")
         out[k] = v
     return out
+
+
+class reference_redis:
+    """A private redis-server for differential tests: ``with reference_redis() as ref:``
+    gives a RawConn to it and stops it (and removes its directory) afterwards."""
+
+    def __init__(self, *extra_args: str):
+        self.extra = list(extra_args)
+
+    def __enter__(self) -> "RawConn":
+        self.port = free_port()
+        self.workdir = tempfile.mkdtemp(prefix="ember-ref-")
+        self.proc = subprocess.Popen(
+            [_redis_server_bin(), "--port", str(self.port), "--bind", HOST, "--save", "",
+             "--appendonly", "no", "--dir", self.workdir, *self.extra],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                self.conn = RawConn(self.port)
+                return self.conn
+            except OSError:
+                if time.monotonic() > deadline or self.proc.poll() is not None:
+                    self.__exit__(None, None, None)
+                    raise
+                time.sleep(0.05)
+
+    def __exit__(self, *exc) -> None:
+        conn = getattr(self, "conn", None)
+        if conn is not None:
+            conn.close()
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+        shutil.rmtree(self.workdir, ignore_errors=True)

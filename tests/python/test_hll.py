@@ -10,14 +10,11 @@ from __future__ import annotations
 
 import random
 import shutil
-import subprocess
-import tempfile
-import time
 
 import pytest
 import redis
 
-from helpers import HOST, IS_REDIS, RawConn, _redis_server_bin, free_port
+from helpers import IS_REDIS, RawConn, _redis_server_bin, reference_redis
 
 WRONGTYPE = "WRONGTYPE Operation against a key holding the wrong kind of value"
 NOT_HLL = "WRONGTYPE Key is not a valid HyperLogLog string value."
@@ -250,22 +247,7 @@ def _random_command(rng: random.Random, state: dict) -> list:
 @pytest.mark.skipif(shutil.which(_redis_server_bin()) is None, reason="redis-server missing")
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_differential_against_redis(server, r, seed):
-    port = free_port()
-    workdir = tempfile.mkdtemp(prefix="hll-diff-")
-    proc = subprocess.Popen(
-        [_redis_server_bin(), "--port", str(port), "--bind", HOST, "--save", "",
-         "--appendonly", "no", "--dir", workdir],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        deadline = time.monotonic() + 10
-        while True:
-            try:
-                ref = RawConn(port)
-                break
-            except OSError:
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.05)
+    with reference_redis() as ref:
         ours = RawConn(server.port)
         for resp in ("2", "3"):
             ref.cmd("HELLO", resp)
@@ -283,9 +265,4 @@ def test_differential_against_redis(server, r, seed):
                     state["last"] = a
             for k in KEYS + ["d"]:
                 assert ref.cmd("GET", k) == ours.cmd("GET", k)
-        ref.close()
         ours.close()
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
-        shutil.rmtree(workdir, ignore_errors=True)

@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import random
 import shutil
-import subprocess
-import tempfile
 import threading
 import time
 
@@ -15,7 +13,8 @@ import pytest
 import redis
 
 from helpers import (
-    HOST, IS_REDIS, RawConn, RespError, _redis_server_bin, free_port,
+    reference_redis,
+    IS_REDIS, RawConn, RespError, _redis_server_bin,
 )
 
 LONG = "local t = 0 while true do t = t + 1 end"
@@ -488,22 +487,7 @@ def _random_script(rng):
 @pytest.mark.skipif(shutil.which(_redis_server_bin()) is None, reason="redis-server missing")
 @pytest.mark.parametrize("seed", [1, 2])
 def test_differential_against_redis(server, r, seed):
-    port = free_port()
-    workdir = tempfile.mkdtemp(prefix="script-diff-")
-    proc = subprocess.Popen(
-        [_redis_server_bin(), "--port", str(port), "--bind", HOST, "--save", "",
-         "--appendonly", "no", "--dir", workdir],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        deadline = time.monotonic() + 10
-        while True:
-            try:
-                ref = RawConn(port)
-                break
-            except OSError:
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.05)
+    with reference_redis() as ref:
         ours = RawConn(server.port)
         for resp in ("2", "3"):
             ref.cmd("HELLO", resp)
@@ -520,9 +504,4 @@ def test_differential_against_redis(server, r, seed):
                     assert a == b, f"step {i} RESP{resp}: {cmd}: redis={a!r} ember={b!r}"
                 else:
                     assert a == b, f"step {i} RESP{resp}: {cmd}: redis={a!r} ember={b!r}"
-        ref.close()
         ours.close()
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
-        shutil.rmtree(workdir, ignore_errors=True)

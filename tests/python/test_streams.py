@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import random
 import shutil
-import subprocess
-import tempfile
 import threading
 import time
 
@@ -20,7 +18,8 @@ import pytest
 import redis
 
 from helpers import (
-    HOST, IS_REDIS, RawConn, RespError, _redis_server_bin, free_port, requires_72,
+    reference_redis,
+    IS_REDIS, RawConn, RespError, _redis_server_bin, requires_72,
 )
 
 WRONGTYPE = "WRONGTYPE Operation against a key holding the wrong kind of value"
@@ -586,22 +585,7 @@ def _normalize(cmd, reply):
 @pytest.mark.skipif(shutil.which(_redis_server_bin()) is None, reason="redis-server missing")
 @pytest.mark.parametrize("seed", [1, 2, 3, 4, 5, 6, 7, 8])
 def test_differential_against_redis(server, r, seed):
-    port = free_port()
-    workdir = tempfile.mkdtemp(prefix="stream-diff-")
-    proc = subprocess.Popen(
-        [_redis_server_bin(), "--port", str(port), "--bind", HOST, "--save", "",
-         "--appendonly", "no", "--dir", workdir],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        deadline = time.monotonic() + 10
-        while True:
-            try:
-                ref = RawConn(port)
-                break
-            except OSError:
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.05)
+    with reference_redis() as ref:
         ours = RawConn(server.port)
         for resp in ("2", "3"):
             ref.cmd("HELLO", resp)
@@ -626,9 +610,4 @@ def test_differential_against_redis(server, r, seed):
                 a = ref.cmd("XRANGE", k, "-", "+")
                 b = ours.cmd("XRANGE", k, "-", "+")
                 assert a == b
-        ref.close()
         ours.close()
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
-        shutil.rmtree(workdir, ignore_errors=True)
