@@ -11,6 +11,7 @@ use storage::zset::{AddResult, ZSet};
 use storage::Value;
 
 use crate::cmd::util::{is, parse_float, parse_i64};
+use crate::cmd::zsets::{as_zset, read};
 use crate::ctx::Ctx;
 use crate::error::{CmdError, CmdResult};
 use crate::registry::{flags::*, CommandSpec, Group};
@@ -835,14 +836,6 @@ fn extract_box(w: &[u8], h: &[u8], unit: &[u8]) -> Result<(f64, f64, f64), CmdEr
 }
 
 /// The sorted set held by `v`, or WRONGTYPE.
-#[allow(unreachable_patterns)]
-fn as_zset(v: &Value) -> Result<&ZSet, CmdError> {
-    match v {
-        Value::ZSet(z) => Ok(z),
-        _ => Err(CmdError::WrongType),
-    }
-}
-
 /// `addReplyDoubleDistance`: a bulk string with 4 decimals.
 fn reply_distance(ctx: &mut Ctx<'_>, d: f64) {
     ctx.out.bulk(format!("{d:.4}").as_bytes());
@@ -958,22 +951,6 @@ fn geoadd(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
     drop(g);
     ctx.out.int(if ch { added + updated } else { added });
     Ok(())
-}
-
-/// Runs `f` on the sorted set at `key` (None when missing), counting a hit or miss.
-fn read<R>(
-    ctx: &mut Ctx<'_>,
-    key: &[u8],
-    f: impl FnOnce(&mut Ctx<'_>, Option<&ZSet>) -> Result<R, CmdError>,
-) -> Result<R, CmdError> {
-    let ks = ctx.ks();
-    let mut g = ks.lock(ctx.db(), key, ctx.now);
-    let found = match g.get() {
-        Some(e) => Some(as_zset(&e.value)?),
-        None => None,
-    };
-    ctx.hit(found.is_some());
-    f(ctx, found)
 }
 
 fn geopos(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {

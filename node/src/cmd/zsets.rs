@@ -138,7 +138,7 @@ pub static COMMANDS: &[CommandSpec] = &[
 
 /// The sorted set held by `v`, or WRONGTYPE.
 #[allow(unreachable_patterns)]
-fn as_zset(v: &Value) -> Result<&ZSet, CmdError> {
+pub(crate) fn as_zset(v: &Value) -> Result<&ZSet, CmdError> {
     match v {
         Value::ZSet(z) => Ok(z),
         _ => Err(CmdError::WrongType),
@@ -155,7 +155,7 @@ fn as_zset_mut(v: &mut Value) -> Result<&mut ZSet, CmdError> {
 }
 
 /// Runs `f` on the sorted set at `key` (None when missing), counting a hit or miss.
-fn read<R>(
+pub(crate) fn read<R>(
     ctx: &mut Ctx<'_>,
     key: &[u8],
     f: impl FnOnce(&mut Ctx<'_>, Option<&ZSet>) -> Result<R, CmdError>,
