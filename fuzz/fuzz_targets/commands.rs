@@ -39,15 +39,9 @@ fn server() -> &'static Arc<Server> {
 
 fn run(server: &Arc<Server>, client: &mut Client, out: &mut ReplyWriter, args: Args<'_>) {
     let reg = &server.registry;
-    let Some(mut idx) = reg.lookup(args.arg(0)) else {
+    let Ok(idx) = reg.resolve(&args) else {
         return;
     };
-    if !reg.entry(idx).spec.subcommands.is_empty() && args.len() >= 2 {
-        match reg.lookup_sub(idx, args.arg(1)) {
-            Some(sub) => idx = sub,
-            None => return,
-        }
-    }
     let entry = reg.entry(idx);
     if entry.spec.handler.is_none() || !entry.spec.arity_ok(args.len()) {
         return;

@@ -18,7 +18,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use parking_lot::Mutex;
-use resp::{Args, Protocol, ReplyWriter};
+use resp::{Args, OwnedArgs, Protocol, ReplyWriter};
 use storage::clock;
 use tokio::sync::oneshot;
 
@@ -84,10 +84,8 @@ pub struct Waiter {
     pub proto: Protocol,
     /// Registry index of the command.
     pub cmd_index: usize,
-    /// Argument bytes, concatenated.
-    pub data: Vec<u8>,
-    /// Argument spans into `data`.
-    pub spans: Vec<(usize, usize)>,
+    /// The command's arguments (or the rewrite it asked for).
+    pub args: OwnedArgs,
     /// Keys waited on.
     pub keys: Vec<Vec<u8>>,
     /// Where the reply goes.
@@ -106,24 +104,21 @@ impl Waiter {
         req: BlockRequest,
         tx: oneshot::Sender<Wake>,
     ) -> Self {
-        let mut data = Vec::new();
-        let mut spans = Vec::with_capacity(args.len());
-        let mut add = |a: &[u8]| {
-            spans.push((data.len(), data.len() + a.len()));
-            data.extend_from_slice(a);
+        let args = match &req.rewrite {
+            Some(r) => {
+                let mut o = OwnedArgs::default();
+                r.iter().for_each(|a| o.push(a));
+                o
+            }
+            None => OwnedArgs::from_args(args),
         };
-        match &req.rewrite {
-            Some(r) => r.iter().for_each(|a| add(a)),
-            None => args.iter().for_each(add),
-        }
         let (keys, serve_errors) = (req.keys, req.serve_errors);
         Waiter {
             info: client.info.clone(),
             db: client.db,
             proto,
             cmd_index,
-            data,
-            spans,
+            args,
             keys,
             tx,
             serve_errors,
@@ -279,7 +274,7 @@ fn run_waiter(
     client.db = w.db;
     client.block_mode = BlockMode::Retry;
     let mut out = ReplyWriter::new(w.proto);
-    let args = Args::new(&w.data, &w.spans);
+    let args = w.args.args();
     let result = {
         let mut ctx = Ctx {
             server,

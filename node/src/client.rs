@@ -267,27 +267,8 @@ pub struct Multi {
 pub struct Queued {
     /// Registry index.
     pub cmd_index: usize,
-    /// Argument bytes, concatenated.
-    pub data: Vec<u8>,
-    /// Argument spans into `data`.
-    pub spans: Vec<(usize, usize)>,
-}
-
-impl Queued {
-    /// Copies `args` for later.
-    pub fn new(cmd_index: usize, args: resp::Args<'_>) -> Self {
-        let mut data = Vec::new();
-        let mut spans = Vec::with_capacity(args.len());
-        for a in args.iter() {
-            spans.push((data.len(), data.len() + a.len()));
-            data.extend_from_slice(a);
-        }
-        Queued {
-            cmd_index,
-            data,
-            spans,
-        }
-    }
+    /// The arguments, copied out of the read buffer.
+    pub args: resp::OwnedArgs,
 }
 
 /// What a blocking command does when there is nothing to take.

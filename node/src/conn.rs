@@ -5,7 +5,7 @@ use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use resp::{Args, Limits, Protocol, ReplyWriter, RequestKind, RequestParser};
+use resp::{Args, Limits, OwnedArgs, Protocol, ReplyWriter, RequestKind, RequestParser};
 use storage::clock;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -16,9 +16,8 @@ use crate::blocking::{TimeoutReply, Waiter, Wake};
 use crate::client::{Client, ClientInfo, Queued, ReplyMode};
 use crate::ctx::{run_command, Ctx};
 use crate::error::{CmdError, CmdResult};
-use crate::registry::{flags, CommandSpec};
+use crate::registry::{flags, CommandSpec, Unresolved};
 use crate::server::Server;
-use crate::server::BUSY_FUNCTION;
 use crate::stats::WorkerStats;
 
 /// Replies are flushed early once the output buffer passes this size.
@@ -404,7 +403,10 @@ async fn execute(
                     Err(CmdError::err("Command not allowed inside a transaction"))
                 } else {
                     if let Some(m) = client.multi.as_mut() {
-                        m.queued.push(Queued::new(idx, args));
+                        m.queued.push(Queued {
+                            cmd_index: idx,
+                            args: OwnedArgs::from_args(args),
+                        });
                         client.info.multi_len.store(m.queued.len() as i64, Relaxed);
                     }
                     out.simple(b"QUEUED");
@@ -503,49 +505,24 @@ fn acquire_gate<'s>(
     if let Some(g) = stats.gate.try_lock() {
         return Ok(Some(g));
     }
-    loop {
-        if let Some(g) = stats.gate.try_lock_for(Duration::from_millis(2)) {
-            return Ok(Some(g));
-        }
-        match server.busy.load(Relaxed) {
-            0 => {}
-            _ if spec.has(flags::ALLOW_BUSY) => return Ok(None),
-            kind => {
-                let what = if kind == BUSY_FUNCTION {
-                    "FUNCTION"
-                } else {
-                    "SCRIPT"
-                };
-                return Err(CmdError::raw(format!(
-                    "BUSY Redis is busy running a script. You can only call {what} KILL or SHUTDOWN NOSAVE."
-                )));
-            }
-        }
+    match server.wait_gate(&stats.gate) {
+        Ok(g) => Ok(Some(g)),
+        Err(_) if spec.has(flags::ALLOW_BUSY) => Ok(None),
+        Err(e) => Err(e),
     }
 }
 
 /// The registry index of the command (or subcommand) named by `args`.
 fn resolve(server: &Server, args: Args<'_>) -> Result<usize, CmdError> {
     let reg = &server.registry;
-    let name = args.arg(0);
-    let Some(idx) = reg.lookup(name) else {
-        return Err(unknown_command(args));
-    };
-    let entry = reg.entry(idx);
-    // A command with a handler runs itself, unless it also has subcommands and one is named
-    // (COMMAND alone vs COMMAND INFO, as Redis's lookupCommand does).
-    if entry.spec.handler.is_some() && (args.len() < 2 || entry.spec.subcommands.is_empty()) {
-        return Ok(idx);
-    }
-    if args.len() < 2 {
-        return Err(CmdError::Arity(entry.full_name.clone()));
-    }
-    reg.lookup_sub(idx, args.arg(1)).ok_or_else(|| {
-        CmdError::err(format!(
+    reg.resolve(&args).map_err(|why| match why {
+        Unresolved::Unknown => unknown_command(args),
+        Unresolved::MissingSubcommand(idx) => CmdError::Arity(reg.entry(idx).full_name.clone()),
+        Unresolved::UnknownSubcommand(idx) => CmdError::err(format!(
             "unknown subcommand '{}'. Try {} HELP.",
             lossy(args.arg(1), 128),
-            entry.spec.name.to_ascii_uppercase()
-        ))
+            reg.entry(idx).spec.name.to_ascii_uppercase()
+        )),
     })
 }
 

@@ -83,20 +83,10 @@ impl<'a> Ctx<'a> {
         true
     }
 
-    /// Marks `key` in `db` as written, for clients blocked on it (keys outside the
-    /// command's own key arguments: MOVE's target database, ...).
-    pub fn ready(&mut self, db: usize, key: &[u8]) {
-        if self.server.blocking.active() {
-            self.client.ready_keys.push((db, key.to_vec()));
-        }
-    }
-
-    /// Marks `key` in `db` as written for WATCH and blocked clients (beyond the command's
-    /// own key arguments, which the dispatcher handles).
+    /// Marks `key` in `db` as written (see [`note_key_written`]) for keys beyond the
+    /// command's own key arguments, which the dispatcher handles: MOVE's target database.
     pub fn touched(&mut self, db: usize, key: &[u8]) {
-        self.ready(db, key);
-        self.server.watches.touch(db, key);
-        self.server.tracking.invalidate(self.client.id(), key);
+        note_key_written(self.server, self.client, db, key);
     }
 
     /// Counts a keyspace hit or miss (INFO keyspace_hits / keyspace_misses).
@@ -163,24 +153,21 @@ pub fn note_writes(server: &Server, client: &mut Client, spec: &CommandSpec, arg
     if !spec.has(flags::WRITE) || client.block_request.is_some() {
         return;
     }
-    let (blocking, watching, tracking) = (
-        server.blocking.active(),
-        server.watches.active(),
-        server.tracking.active(),
-    );
-    if !blocking && !watching && !tracking {
+    if !server.blocking.active() && !server.watches.active() && !server.tracking.active() {
         return;
     }
+    let db = client.db;
     for p in spec.key_positions(args) {
-        let key = args.arg(p);
-        if blocking {
-            client.ready_keys.push((client.db, key.to_vec()));
-        }
-        if watching {
-            server.watches.touch(client.db, key);
-        }
-        if tracking {
-            server.tracking.invalidate(client.id(), key);
-        }
+        note_key_written(server, client, db, args.arg(p));
     }
+}
+
+/// `client` wrote `key` in `db`: it is ready for clients blocked on it, touched for WATCH and
+/// invalidated for client-side caching (each one atomic load while unused).
+pub fn note_key_written(server: &Server, client: &mut Client, db: usize, key: &[u8]) {
+    if server.blocking.active() {
+        client.ready_keys.push((db, key.to_vec()));
+    }
+    server.watches.touch(db, key);
+    server.tracking.invalidate(client.id(), key);
 }

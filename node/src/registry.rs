@@ -347,6 +347,17 @@ impl CommandSpec {
     }
 }
 
+/// Why [`Registry::resolve`] found nothing to run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Unresolved {
+    /// No such command.
+    Unknown,
+    /// A container (entry index) named without a subcommand.
+    MissingSubcommand(usize),
+    /// A container (entry index) with an unknown subcommand.
+    UnknownSubcommand(usize),
+}
+
 /// One registered command or subcommand.
 pub struct Entry {
     /// Its static description.
@@ -409,6 +420,22 @@ impl Registry {
     /// Looks a subcommand of container `parent` up by name.
     pub fn lookup_sub(&self, parent: usize, name: &[u8]) -> Option<usize> {
         with_lower(name, |n| self.entries[parent].subs.get(n).copied())
+    }
+
+    /// The command (or subcommand) `args` names, as Redis's `lookupCommand` finds it: a
+    /// command with a handler runs itself unless it also has subcommands and one is named
+    /// (COMMAND alone vs COMMAND INFO).
+    pub fn resolve(&self, args: &resp::Args<'_>) -> Result<usize, Unresolved> {
+        let idx = self.lookup(args.arg(0)).ok_or(Unresolved::Unknown)?;
+        let spec = self.entries[idx].spec;
+        if spec.handler.is_some() && (args.len() < 2 || spec.subcommands.is_empty()) {
+            return Ok(idx);
+        }
+        if args.len() < 2 {
+            return Err(Unresolved::MissingSubcommand(idx));
+        }
+        self.lookup_sub(idx, args.arg(1))
+            .ok_or(Unresolved::UnknownSubcommand(idx))
     }
 
     /// The entry at `idx`.

@@ -17,6 +17,7 @@ use tracing::{error, info, warn};
 
 use crate::client::ClientTable;
 use crate::config::Config;
+use crate::error::CmdError;
 use crate::registry::{flags, CommandSpec, Registry};
 use crate::stats::WorkerStats;
 
@@ -263,6 +264,36 @@ impl Server {
     /// (EXEC, scripts). The caller must not hold its own worker's gate.
     pub fn lock_gates(&self) -> Vec<parking_lot::MutexGuard<'_, ()>> {
         self.workers.iter().map(|w| w.gate.lock()).collect()
+    }
+
+    /// As [`Server::lock_gates`], but gives up with `-BUSY` while a script or function is
+    /// past its busy threshold (a script sent meanwhile, as Redis answers it).
+    pub fn lock_gates_or_busy(&self) -> Result<Vec<parking_lot::MutexGuard<'_, ()>>, CmdError> {
+        self.workers
+            .iter()
+            .map(|w| self.wait_gate(&w.gate))
+            .collect()
+    }
+
+    /// Waits for `gate`, or returns the `-BUSY` error once a script or function holding
+    /// every gate is past its busy threshold.
+    pub fn wait_gate<'g>(
+        &self,
+        gate: &'g Mutex<()>,
+    ) -> Result<parking_lot::MutexGuard<'g, ()>, CmdError> {
+        loop {
+            if let Some(g) = gate.try_lock_for(Duration::from_millis(2)) {
+                return Ok(g);
+            }
+            let what = match self.busy.load(Relaxed) {
+                0 => continue,
+                BUSY_FUNCTION => "FUNCTION",
+                _ => "SCRIPT",
+            };
+            return Err(CmdError::raw(format!(
+                "BUSY Redis is busy running a script. You can only call {what} KILL or SHUTDOWN NOSAVE."
+            )));
+        }
     }
 
     /// Copies configuration values into [`Live`] and applies side effects.

@@ -10,7 +10,7 @@
 //! no client tracks.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed, Ordering::SeqCst};
+use std::sync::atomic::{AtomicUsize, Ordering::Relaxed, Ordering::SeqCst};
 use std::sync::Arc;
 
 use parking_lot::Mutex;
@@ -64,9 +64,6 @@ pub struct Tracking {
     clients: AtomicUsize,
     /// Every client's mailbox, by id (REDIRECT targets).
     mailboxes: Mutex<HashMap<u64, Arc<Mailbox>>>,
-    /// Invalidation messages sent (INFO tracking_invalidations is not a Redis field; kept
-    /// for tests and metrics).
-    pub invalidations: AtomicU64,
 }
 
 impl Tracking {
@@ -81,22 +78,6 @@ impl Tracking {
         self.clients.load(SeqCst)
     }
 
-    /// Number of keys remembered (INFO tracking_total_keys).
-    pub fn key_count(&self) -> usize {
-        if !self.active() {
-            return 0;
-        }
-        self.state.lock().table.len()
-    }
-
-    /// Number of BCAST prefixes (INFO tracking_total_prefixes).
-    pub fn prefix_count(&self) -> usize {
-        if !self.active() {
-            return 0;
-        }
-        self.state.lock().prefixes.len()
-    }
-
     /// Makes `mb` reachable as a REDIRECT target.
     pub fn add_mailbox(&self, id: u64, mb: &Arc<Mailbox>) {
         self.mailboxes.lock().insert(id, mb.clone());
@@ -106,11 +87,6 @@ impl Tracking {
     pub fn remove_client(&self, id: u64) {
         self.mailboxes.lock().remove(&id);
         self.disable(id);
-    }
-
-    /// True when client `id` has a mailbox or is connected (the caller checks the latter).
-    pub fn has_mailbox(&self, id: u64) -> bool {
-        self.mailboxes.lock().contains_key(&id)
     }
 
     /// Enables (or re-enables) tracking for `id`.
@@ -248,7 +224,6 @@ impl Tracking {
             }
             None => w.null(),
         }
-        self.invalidations.fetch_add(1, Relaxed);
         target.send(w.buffer().to_vec());
     }
 }

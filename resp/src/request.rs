@@ -611,6 +611,37 @@ impl<'a> Args<'a> {
     }
 }
 
+/// Arguments kept beyond the read buffer they were parsed from (a queued MULTI command, a
+/// blocked client's command, a script's `redis.call`): one byte buffer plus spans.
+#[derive(Clone, Debug, Default)]
+pub struct OwnedArgs {
+    data: Vec<u8>,
+    spans: Vec<(usize, usize)>,
+}
+
+impl OwnedArgs {
+    /// A copy of `args`.
+    pub fn from_args(args: Args<'_>) -> Self {
+        let mut o = OwnedArgs::default();
+        for a in args.iter() {
+            o.push(a);
+        }
+        o
+    }
+
+    /// Appends one argument.
+    pub fn push(&mut self, arg: &[u8]) {
+        let start = self.data.len();
+        self.data.extend_from_slice(arg);
+        self.spans.push((start, self.data.len()));
+    }
+
+    /// Borrowed view, as the parser gives it.
+    pub fn args(&self) -> Args<'_> {
+        Args::new(&self.data, &self.spans)
+    }
+}
+
 impl std::fmt::Debug for Args<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_list()
@@ -1018,5 +1049,21 @@ mod tests {
         assert_eq!(a.iter().next_back(), Some(&b""[..]));
         assert_eq!(a.into_iter().count(), 4);
         assert_eq!(format!("{:?}", a.slice(2)), "[\"val\", \"\"]");
+    }
+
+    #[test]
+    fn owned_args_round_trip() {
+        let spans = [(0, 3), (3, 3), (3, 8)];
+        let src = Args::new(b"GETa b c", &spans);
+        let owned = OwnedArgs::from_args(src);
+        let back = owned.args();
+        assert_eq!(back.len(), 3);
+        assert_eq!(back.arg(0), b"GET");
+        assert_eq!(back.arg(1), b"");
+        assert_eq!(back.arg(2), b"a b c");
+        let mut built = OwnedArgs::default();
+        built.push(b"SET");
+        built.push(b"k");
+        assert_eq!(built.args().iter().collect::<Vec<_>>(), [&b"SET"[..], b"k"]);
     }
 }

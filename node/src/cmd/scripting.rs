@@ -7,7 +7,6 @@
 //! FUNCTION DUMP / RESTORE are not provided.
 
 use std::sync::atomic::Ordering::Relaxed;
-use std::time::Duration;
 
 use resp::Args;
 
@@ -17,7 +16,7 @@ use crate::ctx::Ctx;
 use crate::error::{CmdError, CmdResult};
 use crate::registry::{flags::*, CommandSpec, Group};
 use crate::script::{self, Engine, RunOpts, Script, FLAG_NAMES, FLAG_NO_WRITES};
-use crate::server::{Server, BUSY_FUNCTION, BUSY_SCRIPT};
+use crate::server::{BUSY_FUNCTION, BUSY_SCRIPT};
 
 const S: Group = Group::Scripting;
 
@@ -158,35 +157,6 @@ static FUNCTION_SUBS: &[CommandSpec] = &[
     ),
 ];
 
-/// Takes every worker's gate in order (as [`Server::lock_gates`]), giving up with `-BUSY`
-/// while another script is past its busy threshold (as Redis answers a script sent
-/// meanwhile).
-fn lock_gates(server: &Server) -> Result<Vec<parking_lot::MutexGuard<'_, ()>>, CmdError> {
-    let mut gates = Vec::with_capacity(server.workers.len());
-    for w in &server.workers {
-        loop {
-            if let Some(g) = w.gate.try_lock_for(Duration::from_millis(2)) {
-                gates.push(g);
-                break;
-            }
-            match server.busy.load(Relaxed) {
-                0 => {}
-                kind => {
-                    let what = if kind == BUSY_FUNCTION {
-                        "FUNCTION"
-                    } else {
-                        "SCRIPT"
-                    };
-                    return Err(CmdError::raw(format!(
-                        "BUSY Redis is busy running a script. You can only call {what} KILL or SHUTDOWN NOSAVE."
-                    )));
-                }
-            }
-        }
-    }
-    Ok(gates)
-}
-
 /// Key arguments and other arguments of a script call.
 type KeysAndArgs<'a> = (Vec<&'a [u8]>, Vec<&'a [u8]>);
 
@@ -257,7 +227,7 @@ fn eval_generic(ctx: &mut Ctx<'_>, args: Args<'_>, by_sha: bool, ro: bool) -> Cm
     let _gates = if ctx.client.block_mode == BlockMode::NoBlock {
         None
     } else {
-        Some(lock_gates(&server)?)
+        Some(server.lock_gates_or_busy()?)
     };
     let mut eng = server.scripting.eval.lock();
     let sha = if by_sha {
@@ -387,7 +357,7 @@ fn fcall_generic(ctx: &mut Ctx<'_>, args: Args<'_>, ro: bool) -> CmdResult {
     let _gates = if ctx.client.block_mode == BlockMode::NoBlock {
         None
     } else {
-        Some(lock_gates(&server)?)
+        Some(server.lock_gates_or_busy()?)
     };
     let store = server.scripting.func.lock();
     let name = String::from_utf8_lossy(args.arg(1)).into_owned();

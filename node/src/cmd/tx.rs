@@ -167,7 +167,7 @@ fn exec(ctx: &mut Ctx<'_>, _args: Args<'_>) -> CmdResult {
     let saved = ctx.client.block_mode;
     ctx.client.block_mode = BlockMode::NoBlock;
     for q in &multi.queued {
-        let args = Args::new(&q.data, &q.spans);
+        let args = q.args.args();
         let mark = ctx.out.len();
         if let Err(e) = run_command(ctx, q.cmd_index, args) {
             ctx.out.truncate(mark);

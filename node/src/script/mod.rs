@@ -22,12 +22,12 @@ use std::time::{Duration, Instant};
 
 use mlua::{Function, HookTriggers, Lua, MultiValue, Table, Value, VmState};
 use parking_lot::Mutex;
-use resp::{Args, Frame, Limits, Protocol, ReplyWriter};
+use resp::{Frame, Limits, OwnedArgs, Protocol, ReplyWriter};
 
 use crate::client::BlockMode;
 use crate::ctx::{run_command, Ctx};
 use crate::error::{CmdError, CmdResult};
-use crate::registry::flags;
+use crate::registry::{flags, Unresolved};
 use crate::server::Server;
 
 /// Default `busy-reply-threshold` (ms) when the configuration has no such directive.
@@ -819,40 +819,31 @@ fn redis_call(
     if a.is_empty() {
         return fail("ERR Please specify at least one argument for this redis lib call");
     }
-    let mut data = Vec::new();
-    let mut spans = Vec::with_capacity(a.len());
+    let mut owned = OwnedArgs::default();
     for v in a.iter() {
-        let start = data.len();
         match v {
-            Value::String(s) => data.extend_from_slice(&s.as_bytes()),
+            Value::String(s) => owned.push(&s.as_bytes()),
             Value::Integer(i) if i.unsigned_abs() < 100_000_000_000_000_000 => {
-                data.extend_from_slice(i.to_string().as_bytes())
+                owned.push(i.to_string().as_bytes())
             }
-            Value::Integer(i) => data.extend_from_slice(conv::fmt_g17(*i as f64).as_bytes()),
-            Value::Number(n) => data.extend_from_slice(conv::fmt_g17(*n).as_bytes()),
+            Value::Integer(i) => owned.push(conv::fmt_g17(*i as f64).as_bytes()),
+            Value::Number(n) => owned.push(conv::fmt_g17(*n).as_bytes()),
             _ => return fail("ERR Lua redis lib command arguments must be strings or integers"),
         }
-        spans.push((start, data.len()));
     }
-    let args = Args::new(&data, &spans);
+    let args = owned.args();
     let Ok(mut st) = state.try_borrow_mut() else {
         return fail("ERR redis.call recursive call detected");
     };
     let server = st.server.clone();
     let reg = &server.registry;
-    let Some(mut idx) = reg.lookup(args.arg(0)) else {
-        return fail("ERR Unknown Redis command called from script");
+    let idx = match reg.resolve(&args) {
+        Ok(idx) => idx,
+        Err(Unresolved::MissingSubcommand(_)) => {
+            return fail("ERR Wrong number of args calling Redis command from script")
+        }
+        Err(_) => return fail("ERR Unknown Redis command called from script"),
     };
-    let entry = reg.entry(idx);
-    if !(entry.spec.handler.is_some() && (args.len() < 2 || entry.spec.subcommands.is_empty())) {
-        if args.len() < 2 {
-            return fail("ERR Wrong number of args calling Redis command from script");
-        }
-        match reg.lookup_sub(idx, args.arg(1)) {
-            Some(s) => idx = s,
-            None => return fail("ERR Unknown Redis command called from script"),
-        }
-    }
     let spec = reg.entry(idx).spec;
     if !spec.arity_ok(args.len()) {
         return fail("ERR Wrong number of args calling Redis command from script");
