@@ -22,8 +22,14 @@ enum Kind {
     Enum(&'static [&'static str]),
     /// Several space-separated words (bind).
     Words,
+    /// `save` points: pairs of seconds and changes, or "" for none.
+    SavePoints,
     /// Only values this version really supports.
     Only(&'static [&'static str], &'static str),
+    /// Keyspace event classes (notify-keyspace-events).
+    Events,
+    /// A file name in the working directory, not a path (dbfilename).
+    FileName,
 }
 
 /// One known directive.
@@ -119,9 +125,27 @@ static DIRECTIVES: &[Directive] = &[
     },
     Directive {
         name: "save",
-        kind: Kind::Only(&[""], NOT_YET),
-        default: "",
+        kind: Kind::SavePoints,
+        default: "3600 1 300 100 60 10000",
         mutable: true,
+    },
+    Directive {
+        name: "dbfilename",
+        kind: Kind::FileName,
+        default: "dump.rdb",
+        mutable: true,
+    },
+    Directive {
+        name: "rdbcompression",
+        kind: Kind::Bool,
+        default: "yes",
+        mutable: true,
+    },
+    Directive {
+        name: "rdbchecksum",
+        kind: Kind::Bool,
+        default: "yes",
+        mutable: false,
     },
     Directive {
         name: "appendonly",
@@ -178,9 +202,30 @@ static DIRECTIVES: &[Directive] = &[
         mutable: true,
     },
     Directive {
+        name: "notify-keyspace-events",
+        kind: Kind::Events,
+        default: "",
+        mutable: true,
+    },
+    Directive {
         name: "hz",
         kind: Kind::Int { min: 1, max: 500 },
         default: "10",
+        mutable: true,
+    },
+    Directive {
+        name: "compression",
+        kind: Kind::Bool,
+        default: "no",
+        mutable: true,
+    },
+    Directive {
+        name: "compression-threshold",
+        kind: Kind::Memory {
+            min: 0,
+            max: i64::MAX as u64,
+        },
+        default: "512",
         mutable: true,
     },
 ];
@@ -323,7 +368,12 @@ impl Config {
             let Some((name, rest)) = args.split_first() else {
                 continue;
             };
-            if rest.is_empty() && !matches!(directive(name).map(|d| d.kind), Some(Kind::Str)) {
+            if rest.is_empty()
+                && !matches!(
+                    directive(name).map(|d| d.kind),
+                    Some(Kind::Str | Kind::Events)
+                )
+            {
                 return Err(fail("Bad directive or wrong number of arguments".into()));
             }
             self.set(name, rest, false).map_err(fail)?;
@@ -413,6 +463,13 @@ fn normalise(d: &Directive, args: &[String]) -> Result<String, String> {
             _ => Err("argument must be 'yes' or 'no'".into()),
         },
         Kind::Str => Ok(one()?.to_string()),
+        Kind::FileName => {
+            let v = one()?;
+            if v.contains('/') || v.is_empty() {
+                return Err(format!("{} can't be a path, just a filename", d.name));
+            }
+            Ok(v.to_string())
+        }
         Kind::Enum(opts) => {
             let v = one()?.to_ascii_lowercase();
             if opts.contains(&v.as_str()) {
@@ -430,6 +487,21 @@ fn normalise(d: &Directive, args: &[String]) -> Result<String, String> {
                 return Err("wrong number of arguments".into());
             }
             Ok(words.join(" "))
+        }
+        Kind::SavePoints => {
+            let words: Vec<&str> = args.iter().flat_map(|a| a.split_whitespace()).collect();
+            if !words.len().is_multiple_of(2) || words.iter().any(|w| w.parse::<u64>().is_err()) {
+                return Err("Invalid save parameters".into());
+            }
+            Ok(words.join(" "))
+        }
+        // Kept as given: the canonical text Redis shows drops `n` next to `A`, so it could
+        // not be read back; CONFIG GET shows the canonical form.
+        Kind::Events => {
+            let v = one()?;
+            crate::notify::parse_flags(v)
+                .map(|_| v.to_string())
+                .ok_or_else(|| crate::notify::INVALID.to_string())
         }
         Kind::Only(allowed, why) => {
             let v = args.join(" ").to_ascii_lowercase();

@@ -89,6 +89,38 @@ impl<'a> Ctx<'a> {
         note_key_written(self.server, self.client, db, key);
     }
 
+    /// Publishes keyspace event `event` of `class` (see [`crate::notify`]) on `key` in the
+    /// client's database, after the lazy expiries and new keys this command caused so far.
+    /// One atomic load while the class is off.
+    #[inline]
+    pub fn notify(&self, class: u32, event: &str, key: &[u8]) {
+        self.notify_db(class, event, key, self.client.db);
+    }
+
+    /// As [`Ctx::notify`] for a key in database `db` (MOVE, COPY ... DB).
+    pub fn notify_db(&self, class: u32, event: &str, key: &[u8], db: usize) {
+        if self.server.notify.wants(class) {
+            crate::notify::flush_recorded(self.server);
+            self.server
+                .notify
+                .publish(self.server, class, event, key, db);
+        }
+    }
+
+    /// Counts a lookup of `key` by a read command: a hit, or a miss (with its `keymiss`
+    /// event, as Redis's lookupKeyRead).
+    pub fn hit_key(&self, found: bool, key: &[u8]) {
+        self.hit(found);
+        if !found {
+            self.keymiss(key);
+        }
+    }
+
+    /// Publishes the `keymiss` event of a read lookup of `key` that found nothing.
+    pub fn keymiss(&self, key: &[u8]) {
+        self.notify(crate::notify::KEY_MISS, "keymiss", key);
+    }
+
     /// Counts a keyspace hit or miss (INFO keyspace_hits / keyspace_misses).
     pub fn hit(&self, found: bool) {
         WorkerStats::add(
@@ -114,6 +146,7 @@ pub fn run_command(ctx: &mut Ctx<'_>, idx: usize, args: Args<'_>) -> CmdResult {
         None => Err(CmdError::err("no handler")),
     };
     ctx.cmd_index = saved;
+    crate::notify::flush_recorded(ctx.server);
     WorkerStats::add(&cstat.calls, 1);
     WorkerStats::add(&cstat.usec, t0.elapsed().as_micros() as u64);
     WorkerStats::add(&ctx.stats.commands, 1);

@@ -9,8 +9,10 @@
 //! - [`cmd`]: command families, one file each, each exporting its `COMMANDS` table.
 //! - [`blocking`]: clients blocked on keys (BLPOP ...), served by the writer's thread.
 //! - [`pubsub`]: channels, patterns, mailboxes and output-buffer limits.
+//! - [`notify`]: keyspace notifications (notify-keyspace-events) published through pub/sub.
 //! - [`tracking`]: client-side caching invalidations (CLIENT TRACKING).
 //! - [`watch`]: WATCH bookkeeping; EXEC runs alone behind every worker's gate.
+//! - [`snapshot`]: fork-less RDB snapshots (SAVE, BGSAVE, save points, load at start-up).
 //! - [`script`]: Lua scripting (EVAL, FCALL): sandboxed Lua 5.1 engines, `redis.*`, cjson/bit/cmsgpack.
 //! - [`ctx`], [`client`], [`stats`], [`error`]: what handlers see and report.
 #![deny(missing_docs)]
@@ -22,10 +24,12 @@ pub mod config;
 pub mod conn;
 pub mod ctx;
 pub mod error;
+pub mod notify;
 pub mod pubsub;
 pub mod registry;
 pub mod script;
 pub mod server;
+pub mod snapshot;
 pub mod stats;
 pub mod tracking;
 pub mod watch;

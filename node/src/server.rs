@@ -202,12 +202,18 @@ pub struct Server {
     pub tracking: crate::tracking::Tracking,
     /// Background freeing of large values.
     pub lazyfree: LazyFree,
+    /// RDB snapshots: SAVE/BGSAVE state and save points.
+    pub snapshots: crate::snapshot::Snapshots,
     /// Set when SHUTDOWN or a signal asks the node to stop.
     pub shutting_down: AtomicBool,
     /// Wakes the acceptor to shut down.
     pub shutdown: Notify,
     /// Applies log level changes.
     pub log_reload: Option<LogReload>,
+    /// Keyspace notifications (notify-keyspace-events).
+    pub notify: crate::notify::Notifier,
+    /// DEBUG SET-ACTIVE-EXPIRE 0: the active expiry cycle is paused.
+    pub active_expire_off: AtomicBool,
 }
 
 impl Server {
@@ -252,9 +258,12 @@ impl Server {
             pubsub: Default::default(),
             tracking: Default::default(),
             lazyfree: Default::default(),
+            snapshots: Default::default(),
             shutting_down: AtomicBool::new(false),
             shutdown: Notify::new(),
             log_reload,
+            notify: Default::default(),
+            active_expire_off: AtomicBool::new(false),
         };
         s.apply_config();
         s
@@ -311,6 +320,14 @@ impl Server {
             .store(c.get_bool("protected-mode"), Relaxed);
         l.auth_required
             .store(!c.get("requirepass").is_empty(), Relaxed);
+        storage::compress::set_policy(storage::compress::Policy {
+            enabled: c.get_bool("compression"),
+            threshold: usize::try_from(c.get_u64("compression-threshold")).unwrap_or(usize::MAX),
+        });
+        let events = crate::notify::parse_flags(c.get("notify-keyspace-events")).unwrap_or(0);
+        self.notify.set(events);
+        self.keyspace
+            .set_recording(crate::notify::recording_for(events));
         l.epoch.fetch_add(1, Relaxed);
         if let Some(f) = &self.log_reload {
             f(c.get("loglevel"));
@@ -357,6 +374,7 @@ pub fn run(
         std::env::set_current_dir(dir).map_err(|e| format!("Can't chdir to '{dir}': {e}"))?;
     }
     let server = Arc::new(Server::new(config, threads, config_file, log_reload));
+    crate::snapshot::load_at_startup(&server)?;
 
     let mut handoffs: Vec<Handoff> = Vec::with_capacity(threads);
     for i in 0..threads {
@@ -370,6 +388,7 @@ pub fn run(
             .map_err(|e| format!("can't start worker thread: {e}"))?;
     }
     spawn_expiry(server.clone())?;
+    spawn_cron(server.clone())?;
     crate::cmd::server::spawn_sampler(server.clone())?;
 
     let rt = tokio::runtime::Builder::new_current_thread()
@@ -404,10 +423,30 @@ async fn wait_for_stop(server: &Server) {
             return;
         }
     };
-    tokio::select! {
-        _ = server.shutdown.notified() => info!("User requested shutdown..."),
-        _ = term.recv() => info!("Received SIGTERM scheduling shutdown..."),
-        _ = tokio::signal::ctrl_c() => info!("Received SIGINT scheduling shutdown..."),
+    loop {
+        let signal = tokio::select! {
+            _ = server.shutdown.notified() => {
+                info!("User requested shutdown...");
+                None
+            }
+            _ = term.recv() => Some("SIGTERM"),
+            _ = tokio::signal::ctrl_c() => Some("SIGINT"),
+        };
+        if let Some(sig) = signal {
+            info!("Received {sig} scheduling shutdown...");
+            // As SHUTDOWN without arguments: save when save points are configured, and
+            // keep running (as Redis does) if that fails.
+            let points =
+                !crate::snapshot::parse_save_points(server.config.read().get("save")).is_empty();
+            if points && !server.snapshots.saved_for_shutdown.load(Relaxed) {
+                info!("Saving the final RDB snapshot before exiting.");
+                if let Err(e) = crate::snapshot::save(server) {
+                    error!("{sig} received but errors trying to shut down the server: {e}");
+                    continue;
+                }
+            }
+        }
+        break;
     }
     server.shutting_down.store(true, Relaxed);
 }
@@ -542,17 +581,47 @@ fn worker_main(
     });
 }
 
+/// Once a second: `save` points.
+fn spawn_cron(server: Arc<Server>) -> Result<(), String> {
+    std::thread::Builder::new()
+        .name("ember-cron".into())
+        .spawn(move || loop {
+            std::thread::sleep(Duration::from_secs(1));
+            crate::snapshot::cron(&server);
+        })
+        .map(|_| ())
+        .map_err(|e| format!("can't start cron thread: {e}"))
+}
+
 fn spawn_expiry(server: Arc<Server>) -> Result<(), String> {
     std::thread::Builder::new()
         .name("ember-expiry".into())
         .spawn(move || loop {
             let hz = server.config.read().get_u64("hz").clamp(1, 500);
             std::thread::sleep(Duration::from_millis(1000 / hz));
+            if server.active_expire_off.load(Relaxed) {
+                continue;
+            }
             // Keep reaping while a round hits its budget, so a burst of expiries clears fast
             // without holding any one shard lock for long.
             for _ in 0..10 {
                 let tracking = &server.tracking;
-                let n = if tracking.active() {
+                let n = if server.notify.wants(crate::notify::EXPIRED) {
+                    // Published after the shard locks are released.
+                    let mut expired = Vec::new();
+                    let n = server
+                        .keyspace
+                        .expire_cycle_with(clock::now_ns(), 64, &mut |db, k| {
+                            tracking.invalidate(0, k);
+                            expired.push((db, k.to_vec()));
+                        });
+                    for (db, k) in expired {
+                        server
+                            .notify
+                            .publish(&server, crate::notify::EXPIRED, "expired", &k, db);
+                    }
+                    n
+                } else if tracking.active() {
                     server
                         .keyspace
                         .expire_cycle_with(clock::now_ns(), 64, &mut |_, k| {

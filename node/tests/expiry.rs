@@ -1,5 +1,5 @@
 //! Expiry commands (EXPIRE PEXPIRE EXPIREAT PEXPIREAT with NX XX GT LT, TTL PTTL
-//! EXPIRETIME PEXPIRETIME PERSIST, NEXPIRE NEXPIREAT NTTL) and passive/active expiry,
+//! EXPIRETIME PEXPIRETIME PERSIST, NEXPIRE NEXPIREAT NTTL NEXPIRETIME) and passive/active expiry,
 //! against the real binary. Timing is only ever checked by generous polling.
 
 mod common;
@@ -60,11 +60,25 @@ const ALL: [&str; 6] = [
 fn ttl_family_on_missing_and_persistent_keys() {
     let e = Ember::start(&[]);
     let mut c = e.conn();
-    for q in ["TTL", "PTTL", "NTTL", "EXPIRETIME", "PEXPIRETIME"] {
+    for q in [
+        "TTL",
+        "PTTL",
+        "NTTL",
+        "EXPIRETIME",
+        "PEXPIRETIME",
+        "NEXPIRETIME",
+    ] {
         assert_eq!(int(&mut c, &[q, "nokey"]), -2, "{q}");
     }
     ok(&mut c, &["SET", "k", "v"]);
-    for q in ["TTL", "PTTL", "NTTL", "EXPIRETIME", "PEXPIRETIME"] {
+    for q in [
+        "TTL",
+        "PTTL",
+        "NTTL",
+        "EXPIRETIME",
+        "PEXPIRETIME",
+        "NEXPIRETIME",
+    ] {
         assert_eq!(int(&mut c, &[q, "k"]), -1, "{q}");
         assert_eq!(
             err(&mut c, &[q]),

@@ -11,6 +11,9 @@ use std::hash::BuildHasher;
 use foldhash::fast::FixedState;
 use parking_lot::{Mutex, MutexGuard};
 
+use std::sync::atomic::{AtomicU8, Ordering::Relaxed};
+
+use crate::events::{self, KeyEvent, RECORD_EXPIRED, RECORD_NEW};
 use crate::table::{Entry, Table};
 use crate::value::Value;
 
@@ -47,6 +50,8 @@ pub struct Keyspace {
     shift: u32,
     hasher: FixedState,
     dbs: usize,
+    /// Which key events guards record ([`events`]); 0 = none.
+    recording: AtomicU8,
 }
 
 /// One page of a SCAN-like iteration.
@@ -81,7 +86,14 @@ impl Keyspace {
             shift,
             hasher,
             dbs,
+            recording: AtomicU8::new(0),
         }
+    }
+
+    /// Chooses which key events guards taken from now on record (bits of
+    /// [`events::RECORD_EXPIRED`] and [`events::RECORD_NEW`]; 0 = none).
+    pub fn set_recording(&self, what: u8) {
+        self.recording.store(what, Relaxed);
     }
 
     /// Number of logical databases.
@@ -118,6 +130,7 @@ impl Keyspace {
             hash,
             key,
             now,
+            rec: self.recording.load(Relaxed),
         }
     }
 
@@ -148,7 +161,20 @@ impl Keyspace {
             idx,
             guards,
             now,
+            rec: self.recording.load(Relaxed),
         }
+    }
+
+    /// Runs `f` on shard `i` under its lock (snapshots visit the shards one at a time, so
+    /// no lock is held for long and commands keep running meanwhile).
+    pub fn with_shard<R>(&self, i: usize, f: impl FnOnce(&Shard) -> R) -> R {
+        f(&self.shards[i].0.lock())
+    }
+
+    /// Runs `f` on the table of `db` in shard `i` under the shard's lock (tag commands
+    /// visit the shards one at a time).
+    pub fn with_table<R>(&self, i: usize, db: usize, f: impl FnOnce(&mut Table) -> R) -> R {
+        f(self.shards[i].0.lock().table(db))
     }
 
     /// Number of keys in `db` (may include expired keys not yet reaped).
@@ -320,39 +346,95 @@ pub struct KeyGuard<'a, 'k> {
     hash: u64,
     key: &'k [u8],
     now: u64,
+    rec: u8,
+}
+
+/// Runs `op` on `t`, recording (per `rec`) a lazy expiry of `key` in `db` it caused.
+#[inline]
+fn watched<R>(
+    rec: u8,
+    db: usize,
+    key: &[u8],
+    t: &mut Table,
+    op: impl FnOnce(&mut Table) -> R,
+) -> R {
+    if rec & RECORD_EXPIRED == 0 {
+        return op(t);
+    }
+    let before = t.expired_count();
+    let r = op(t);
+    if t.expired_count() != before {
+        events::record(KeyEvent::Expired, db, key);
+    }
+    r
+}
+
+/// Before a lookup that returns a borrow: removes `key` first if its deadline passed,
+/// recording it (per `rec`), so the lookup itself finds it absent.
+#[inline]
+fn probe(rec: u8, db: usize, key: &[u8], h: u64, now: u64, t: &mut Table) {
+    if rec & RECORD_EXPIRED != 0 {
+        watched(rec, db, key, t, |t| t.contains(h, key, now));
+    }
+}
+
+/// Records, per `rec`, what a store of `key` in `db` that replaced `old` means.
+#[inline]
+fn note_store(rec: u8, db: usize, key: &[u8], old: &Option<Entry>) {
+    if rec & RECORD_NEW != 0 && old.is_none() {
+        events::record(KeyEvent::New, db, key);
+    }
+}
+
+/// Records, per `rec`, that a live `key` in `db` was removed.
+#[inline]
+fn note_remove(rec: u8, db: usize, key: &[u8], old: &Option<Entry>) {
+    if rec & RECORD_NEW != 0 && old.is_some() {
+        events::record(KeyEvent::Removed, db, key);
+    }
 }
 
 impl<'a, 'k> KeyGuard<'a, 'k> {
     /// The live entry, touching its access time.
     pub fn get(&mut self) -> Option<&mut Entry> {
-        let (h, k, now) = (self.hash, self.key, self.now);
-        self.shard.table(self.db).get(h, k, now)
+        let (h, k, now, db) = (self.hash, self.key, self.now, self.db);
+        let t = self.shard.table(db);
+        probe(self.rec, db, k, h, now, t);
+        t.get(h, k, now)
     }
 
     /// The live entry without touching its access time.
     pub fn peek(&mut self) -> Option<&mut Entry> {
-        let (h, k, now) = (self.hash, self.key, self.now);
-        self.shard.table(self.db).get_no_touch(h, k, now)
+        let (h, k, now, db) = (self.hash, self.key, self.now, self.db);
+        let t = self.shard.table(db);
+        probe(self.rec, db, k, h, now, t);
+        t.get_no_touch(h, k, now)
     }
 
     /// Stores a value with deadline `expire_at` (0: none); returns the old live entry.
     pub fn insert(&mut self, value: Value, expire_at: u64) -> Option<Entry> {
-        let (h, k, now) = (self.hash, self.key, self.now);
-        self.shard
-            .table(self.db)
-            .insert(h, k, value, expire_at, now)
+        let (h, k, now, db, rec) = (self.hash, self.key, self.now, self.db, self.rec);
+        let old = watched(rec, db, k, self.shard.table(db), |t| {
+            t.insert(h, k, value, expire_at, now)
+        });
+        note_store(rec, db, k, &old);
+        old
     }
 
     /// Removes the key; returns its live entry.
     pub fn remove(&mut self) -> Option<Entry> {
-        let (h, k, now) = (self.hash, self.key, self.now);
-        self.shard.table(self.db).remove(h, k, now)
+        let (h, k, now, db, rec) = (self.hash, self.key, self.now, self.db, self.rec);
+        let old = watched(rec, db, k, self.shard.table(db), |t| t.remove(h, k, now));
+        note_remove(rec, db, k, &old);
+        old
     }
 
     /// Sets (`at > 0`) or clears (`at == 0`) the deadline; false when there is no key.
     pub fn set_expire(&mut self, at: u64) -> bool {
-        let (h, k, now) = (self.hash, self.key, self.now);
-        self.shard.table(self.db).set_expire(h, k, at, now)
+        let (h, k, now, db) = (self.hash, self.key, self.now, self.db);
+        watched(self.rec, db, k, self.shard.table(db), |t| {
+            t.set_expire(h, k, at, now)
+        })
     }
 
     /// The same key in another database of the same shard (MOVE).
@@ -377,6 +459,7 @@ pub struct MultiGuard<'a> {
     idx: Vec<usize>,
     guards: Vec<MutexGuard<'a, Shard>>,
     now: u64,
+    rec: u8,
 }
 
 impl<'a> MultiGuard<'a> {
@@ -390,37 +473,55 @@ impl<'a> MultiGuard<'a> {
 
     /// The live entry of `key` in `db`, touching it.
     pub fn get(&mut self, db: usize, key: &[u8]) -> Option<&mut Entry> {
-        let now = self.now;
+        let (now, rec) = (self.now, self.rec);
         let (t, h) = self.table(db, key);
+        probe(rec, db, key, h, now, t);
         t.get(h, key, now)
     }
 
     /// The live entry of `key` in `db` without touching it.
     pub fn peek(&mut self, db: usize, key: &[u8]) -> Option<&mut Entry> {
-        let now = self.now;
+        let (now, rec) = (self.now, self.rec);
         let (t, h) = self.table(db, key);
+        probe(rec, db, key, h, now, t);
         t.get_no_touch(h, key, now)
     }
 
     /// Stores `value` under `key` in `db`; returns the old live entry.
     pub fn insert(&mut self, db: usize, key: &[u8], value: Value, expire_at: u64) -> Option<Entry> {
-        let now = self.now;
+        let (now, rec) = (self.now, self.rec);
         let (t, h) = self.table(db, key);
-        t.insert(h, key, value, expire_at, now)
+        let old = watched(rec, db, key, t, |t| t.insert(h, key, value, expire_at, now));
+        note_store(rec, db, key, &old);
+        old
     }
 
     /// Removes `key` from `db`; returns its live entry.
     pub fn remove(&mut self, db: usize, key: &[u8]) -> Option<Entry> {
-        let now = self.now;
+        let (now, rec) = (self.now, self.rec);
         let (t, h) = self.table(db, key);
-        t.remove(h, key, now)
+        let old = watched(rec, db, key, t, |t| t.remove(h, key, now));
+        note_remove(rec, db, key, &old);
+        old
     }
 
     /// Sets or clears the deadline of `key` in `db`.
     pub fn set_expire(&mut self, db: usize, key: &[u8], at: u64) -> bool {
-        let now = self.now;
+        let (now, rec) = (self.now, self.rec);
         let (t, h) = self.table(db, key);
-        t.set_expire(h, key, at, now)
+        watched(rec, db, key, t, |t| t.set_expire(h, key, at, now))
+    }
+
+    /// Takes the tags off `key` in `db` (the key stays) to move them with it (RENAME).
+    pub fn take_tags(&mut self, db: usize, key: &[u8]) -> Vec<Box<[u8]>> {
+        let (t, h) = self.table(db, key);
+        t.take_tags(h, key)
+    }
+
+    /// Replaces the tags of `key` in `db` (see [`Table::set_tags`]).
+    pub fn set_tags(&mut self, db: usize, key: &[u8], tags: Vec<Box<[u8]>>) -> bool {
+        let (t, _) = self.table(db, key);
+        t.set_tags(key, tags)
     }
 
     /// Every locked shard (FLUSHDB, FLUSHALL, SWAPDB).

@@ -7,21 +7,29 @@
 //!   expiry index (nanosecond deadlines) used by lazy and active expiry.
 //! - [`value`]: the value types ([`Value`], [`RString`]); [`list`], [`hash`], [`set`] and
 //!   [`zset`] hold the collection types, [`stream`] the stream type.
+//! - [`compress`]: the optional zstd compression of long string values.
+//! - [`rdb`]: the Redis RDB format: DUMP/RESTORE payloads and snapshot files.
 //! - [`pattern`]: Redis glob matching (KEYS, SCAN MATCH, CONFIG GET).
 //! - [`clock`]: wall-clock time in nanoseconds.
+//! - [`tags`]: key tags (Ember only), kept beside each [`Table`].
+//! - [`events`]: key events recorded for keyspace notifications (lazy expiry, new keys).
 #![deny(missing_docs)]
 
 pub mod clock;
+pub mod compress;
+pub mod events;
 pub mod hash;
 pub mod keyspace;
 pub mod list;
 pub mod pattern;
+pub mod rdb;
 pub mod set;
 pub mod stream;
 pub mod table;
+pub mod tags;
 pub mod value;
 pub mod zset;
 
 pub use keyspace::{KeyGuard, Keyspace, MultiGuard, ScanPage};
 pub use table::{Entry, Table};
-pub use value::{RString, Value};
+pub use value::{RString, RawMut, Value};

@@ -315,6 +315,16 @@ impl Block {
     }
 }
 
+/// One block of a stream (see [`Stream::nodes`]).
+pub struct StreamNode<'a> {
+    /// Id of the block's first entry (live or deleted).
+    pub key: StreamId,
+    /// Field names of the block's master entry.
+    pub master: &'a [Box<[u8]>],
+    /// The block's live entries.
+    pub entries: Vec<(StreamId, Fields<'a>)>,
+}
+
 /// A pending (delivered, not yet acknowledged) entry of a consumer group.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PendingEntry {
@@ -463,6 +473,18 @@ impl Stream {
             .rev()
             .find(|&i| b.is_live(i))
             .map(|i| b.ids[i])
+    }
+
+    /// The stream's blocks in id order, as (first id, master field names, live entries):
+    /// what RDB files store as one listpack node each.
+    pub fn nodes(&self) -> impl Iterator<Item = StreamNode<'_>> + '_ {
+        self.blocks.iter().map(|(&key, b)| StreamNode {
+            key,
+            master: &b.master,
+            entries: (0..b.ids.len())
+                .filter_map(|i| b.fields(i).map(|f| (b.ids[i], f)))
+                .collect(),
+        })
     }
 
     /// The fields of entry `id`.

@@ -10,6 +10,7 @@ use std::hash::BuildHasher;
 use foldhash::fast::FixedState;
 use hashbrown::HashTable;
 
+use crate::tags::TagIndex;
 use crate::value::Value;
 
 /// A key's value and metadata.
@@ -21,6 +22,8 @@ pub struct Entry {
     expire_at: u64,
     /// Last access time in seconds since the epoch (low 32 bits), for OBJECT IDLETIME.
     access: u32,
+    /// True when the key has tags in the table's [`TagIndex`] (one byte of padding).
+    tagged: bool,
 }
 
 impl Entry {
@@ -32,6 +35,11 @@ impl Entry {
     /// Seconds since the last access, at `now` (ns).
     pub fn idle_secs(&self, now: u64) -> u64 {
         u64::from(secs(now).wrapping_sub(self.access))
+    }
+
+    /// Makes the entry look idle for `secs` seconds at `now` (RESTORE IDLETIME).
+    pub fn set_idle(&mut self, now: u64, idle: u64) {
+        self.access = secs(now).wrapping_sub(idle as u32);
     }
 
     fn expired(&self, now: u64) -> bool {
@@ -50,6 +58,8 @@ pub struct Table {
     hasher: FixedState,
     /// Keys removed because their deadline passed (lazily or actively), for INFO.
     expired: u64,
+    /// Key tags, beside the map so untagged keys pay nothing ([`crate::tags`]).
+    tags: Option<Box<TagIndex>>,
 }
 
 impl Table {
@@ -60,6 +70,7 @@ impl Table {
             expiries: BTreeSet::new(),
             hasher,
             expired: 0,
+            tags: None,
         }
     }
 
@@ -107,6 +118,9 @@ impl Table {
         let occ = self.map.find_entry(h, |(k, _)| &k[..] == key).ok()?;
         if occ.get().1.expired(now) {
             let ((k, e), _) = occ.remove();
+            if e.tagged {
+                drop_tags(&mut self.tags, &k);
+            }
             self.expiries.remove(&(e.expire_at, k));
             self.expired += 1;
             return None;
@@ -120,7 +134,7 @@ impl Table {
     }
 
     /// Stores `value` under `key` with deadline `expire_at` (0: none), replacing any old
-    /// entry; returns the old live entry.
+    /// entry; returns the old live entry. Overwriting a live key keeps its tags.
     pub fn insert(
         &mut self,
         h: u64,
@@ -129,7 +143,22 @@ impl Table {
         expire_at: u64,
         now: u64,
     ) -> Option<Entry> {
-        let old = self.remove(h, key, now);
+        let old = self.unlink(h, key);
+        let mut tagged = false;
+        let old = match old {
+            Some(e) if e.expired(now) => {
+                if e.tagged {
+                    self.drop_tags(key);
+                }
+                self.expired += 1;
+                None
+            }
+            Some(e) => {
+                tagged = e.tagged;
+                Some(e)
+            }
+            None => None,
+        };
         if expire_at != 0 {
             self.expiries.insert((expire_at, key.into()));
         }
@@ -137,6 +166,7 @@ impl Table {
             value,
             expire_at,
             access: secs(now),
+            tagged,
         };
         let hasher = self.hasher;
         self.map
@@ -144,9 +174,12 @@ impl Table {
         old
     }
 
-    /// Removes `key`; returns its entry if it was live.
+    /// Removes `key` (and its tags); returns its entry if it was live.
     pub fn remove(&mut self, h: u64, key: &[u8], now: u64) -> Option<Entry> {
-        let e = self.remove_entry(h, key)?;
+        let e = self.unlink(h, key)?;
+        if e.tagged {
+            self.drop_tags(key);
+        }
         if e.expired(now) {
             self.expired += 1;
             return None;
@@ -154,7 +187,8 @@ impl Table {
         Some(e)
     }
 
-    fn remove_entry(&mut self, h: u64, key: &[u8]) -> Option<Entry> {
+    /// Takes `key`'s entry out of the map and the expiry index, leaving its tags.
+    fn unlink(&mut self, h: u64, key: &[u8]) -> Option<Entry> {
         let found = self.map.find_entry(h, |(k, _)| &k[..] == key).ok()?;
         let ((k, e), _) = found.remove();
         if e.expire_at != 0 {
@@ -203,7 +237,10 @@ impl Table {
             };
             let h = self.hash(&key);
             if let Ok(found) = self.map.find_entry(h, |(k, _)| *k == key) {
-                found.remove();
+                let ((_, e), _) = found.remove();
+                if e.tagged {
+                    self.drop_tags(&key);
+                }
             }
             on_expired(&key);
             n += 1;
@@ -218,10 +255,11 @@ impl Table {
         self.expired
     }
 
-    /// Removes every key.
+    /// Removes every key (and every tag).
     pub fn clear(&mut self) {
         self.map.clear();
         self.expiries.clear();
+        self.tags = None;
     }
 
     /// Moves all contents out, leaving the table empty (for FLUSH ASYNC and SWAPDB).
@@ -252,6 +290,167 @@ impl Table {
             })
             .collect();
         out.sort_unstable_by_key(|(h, _, _)| *h);
+        out
+    }
+}
+
+/// Drops every tag of `key` from `tags`, freeing the index when it empties.
+fn drop_tags(tags: &mut Option<Box<TagIndex>>, key: &[u8]) {
+    if let Some(ix) = tags.as_mut() {
+        ix.remove_key(key);
+        if ix.is_empty() {
+            *tags = None;
+        }
+    }
+}
+
+/// Key tags ([`crate::tags`]): the index lives beside the map; `Entry::tagged` marks the
+/// keys it holds so removals of untagged keys never look at it.
+impl Table {
+    /// Drops every tag of `key` from the index (the entry is gone or being replaced).
+    fn drop_tags(&mut self, key: &[u8]) {
+        drop_tags(&mut self.tags, key);
+    }
+
+    /// True when `key` is in the map and its deadline has not passed (no lazy removal).
+    fn is_live(&self, key: &[u8], now: u64) -> bool {
+        self.map
+            .find(self.hash(key), |(k, _)| &k[..] == key)
+            .is_some_and(|(_, e)| !e.expired(now))
+    }
+
+    /// The entry of `key`, live or not, without touching it.
+    fn entry_mut(&mut self, h: u64, key: &[u8]) -> Option<&mut Entry> {
+        self.map.find_mut(h, |(k, _)| &k[..] == key).map(|(_, e)| e)
+    }
+
+    /// The tags of `key`, sorted bytewise (empty when it has none). The caller knows the
+    /// key is live (e.g. inside [`Table::for_each_live`], for snapshots).
+    pub fn tags_of(&self, key: &[u8]) -> &[Box<[u8]>] {
+        self.tags.as_ref().map_or(&[], |ix| ix.tags_of(key))
+    }
+
+    /// Replaces the tags of `key` by `tags` (none clears them): a snapshot load attaching
+    /// the saved tags, or RENAME/MOVE re-attaching [`Table::take_tags`]. False (nothing
+    /// stored) when the table has no entry for `key`.
+    pub fn set_tags<T: Into<Box<[u8]>>>(
+        &mut self,
+        key: &[u8],
+        tags: impl IntoIterator<Item = T>,
+    ) -> bool {
+        let h = self.hash(key);
+        let Some(e) = self.entry_mut(h, key) else {
+            return false;
+        };
+        let was = std::mem::replace(&mut e.tagged, false);
+        if was {
+            self.drop_tags(key);
+        }
+        let mut any = false;
+        for t in tags {
+            let t: Box<[u8]> = t.into();
+            any |= self.tags.get_or_insert_with(Box::default).add(key, &t);
+        }
+        if any {
+            if let Some(e) = self.entry_mut(h, key) {
+                e.tagged = true;
+            }
+        }
+        true
+    }
+
+    /// Adds `tags` to the live `key` (hash `h`); returns how many it did not have yet, or
+    /// `None` when there is no such key (TAG.SET).
+    pub fn add_tags<'t>(
+        &mut self,
+        h: u64,
+        key: &[u8],
+        tags: impl IntoIterator<Item = &'t [u8]>,
+        now: u64,
+    ) -> Option<usize> {
+        self.get_no_touch(h, key, now)?;
+        let ix = self.tags.get_or_insert_with(Box::default);
+        let added = tags.into_iter().filter(|t| ix.add(key, t)).count();
+        let has = !ix.tags_of(key).is_empty();
+        if ix.is_empty() {
+            self.tags = None;
+        }
+        if let Some(e) = self.entry_mut(h, key) {
+            e.tagged = has;
+        }
+        Some(added)
+    }
+
+    /// Removes `tags` from the live `key` (hash `h`); returns how many it had (TAG.DEL).
+    pub fn remove_tags<'t>(
+        &mut self,
+        h: u64,
+        key: &[u8],
+        tags: impl IntoIterator<Item = &'t [u8]>,
+        now: u64,
+    ) -> usize {
+        match self.get_no_touch(h, key, now) {
+            Some(e) if e.tagged => {}
+            _ => return 0,
+        }
+        let Some(ix) = self.tags.as_mut() else {
+            return 0;
+        };
+        let removed = tags.into_iter().filter(|t| ix.remove(key, t)).count();
+        let has = !ix.tags_of(key).is_empty();
+        if ix.is_empty() {
+            self.tags = None;
+        }
+        if let Some(e) = self.entry_mut(h, key) {
+            e.tagged = has;
+        }
+        removed
+    }
+
+    /// Takes every tag off `key` (hash `h`), which stays, and returns them, so that RENAME
+    /// and MOVE can re-attach them to the key's new place with [`Table::set_tags`].
+    pub fn take_tags(&mut self, h: u64, key: &[u8]) -> Vec<Box<[u8]>> {
+        match self.entry_mut(h, key) {
+            Some(e) if e.tagged => e.tagged = false,
+            _ => return Vec::new(),
+        }
+        let Some(ix) = self.tags.as_mut() else {
+            return Vec::new();
+        };
+        let tags = ix.remove_key(key);
+        if ix.is_empty() {
+            self.tags = None;
+        }
+        tags
+    }
+
+    /// The live keys carrying `tag`.
+    pub fn tagged_keys<'a>(&'a self, tag: &'a [u8], now: u64) -> impl Iterator<Item = &'a [u8]> {
+        self.tags
+            .iter()
+            .flat_map(move |ix| ix.keys_with(tag))
+            .filter(move |k| self.is_live(k, now))
+    }
+
+    /// The tags at least one live key carries, each once.
+    pub fn tag_names(&self, now: u64) -> impl Iterator<Item = &[u8]> {
+        self.tags
+            .iter()
+            .flat_map(|ix| ix.tags())
+            .filter_map(move |(tag, mut keys)| keys.any(|k| self.is_live(k, now)).then_some(tag))
+    }
+
+    /// Removes every live key carrying `tag` (and its tags); returns the keys with their
+    /// entries (TAG.DELKEYS).
+    pub fn remove_tagged(&mut self, tag: &[u8], now: u64) -> Vec<(Vec<u8>, Entry)> {
+        let keys: Vec<Vec<u8>> = self.tagged_keys(tag, now).map(<[u8]>::to_vec).collect();
+        let mut out = Vec::with_capacity(keys.len());
+        for k in keys {
+            let h = self.hash(&k);
+            if let Some(e) = self.remove(h, &k, now) {
+                out.push((k, e));
+            }
+        }
         out
     }
 }
@@ -336,5 +535,104 @@ mod tests {
         assert_eq!(taken.expired_count(), 0);
         assert_eq!(t.expired_count(), 3);
         assert_eq!(t.len(), 0);
+    }
+
+    fn tags(t: &Table, k: &[u8]) -> Vec<Vec<u8>> {
+        t.tags_of(k).iter().map(|t| t.to_vec()).collect()
+    }
+
+    #[test]
+    fn entry_stays_48_bytes_with_the_tag_flag() {
+        assert!(std::mem::size_of::<Entry>() <= 48);
+    }
+
+    #[test]
+    fn tags_follow_the_key_through_removals() {
+        let hs = FixedState::with_seed(5);
+        let mut t = Table::new(hs);
+        let h = |k: &str| hs.hash_one(k.as_bytes());
+        for k in ["del", "lazy", "active", "over", "expover", "keep"] {
+            t.insert(h(k), k.as_bytes(), s("v"), 0, 0);
+            assert_eq!(
+                t.add_tags(h(k), k.as_bytes(), [&b"x"[..], b"y"], 0),
+                Some(2)
+            );
+        }
+        assert_eq!(t.add_tags(h("nokey"), b"nokey", [&b"x"[..]], 0), None);
+        assert_eq!(t.add_tags(h("del"), b"del", [&b"x"[..], b"z"], 0), Some(1));
+        assert_eq!(
+            tags(&t, b"del"),
+            [b"x".to_vec(), b"y".to_vec(), b"z".to_vec()]
+        );
+
+        // DEL.
+        assert!(t.remove(h("del"), b"del", 0).is_some());
+        assert!(t.tags_of(b"del").is_empty());
+        // Lazy expiry.
+        t.set_expire(h("lazy"), b"lazy", 100, 0);
+        assert!(t.get(h("lazy"), b"lazy", 100).is_none());
+        assert!(t.tags_of(b"lazy").is_empty());
+        // Active expiry.
+        t.set_expire(h("active"), b"active", 100, 0);
+        assert_eq!(
+            t.tagged_keys(b"x", 100).count(),
+            3,
+            "an expired key is not live"
+        );
+        assert_eq!(t.expire_due(100, 10), 1);
+        assert!(t.tags_of(b"active").is_empty());
+        // Overwriting a live key keeps its tags, one whose deadline passed does not.
+        t.insert(h("over"), b"over", s("w"), 0, 100);
+        assert_eq!(tags(&t, b"over"), [b"x".to_vec(), b"y".to_vec()]);
+        t.set_expire(h("expover"), b"expover", 150, 100);
+        t.insert(h("expover"), b"expover", s("w"), 0, 200);
+        assert!(t.tags_of(b"expover").is_empty());
+        let mut live: Vec<&[u8]> = t.tagged_keys(b"y", 200).collect();
+        live.sort();
+        assert_eq!(live, [&b"keep"[..], b"over"]);
+        assert_eq!(t.tag_names(200).count(), 2);
+
+        assert_eq!(t.remove_tags(h("keep"), b"keep", [&b"y"[..], b"q"], 200), 1);
+        assert_eq!(t.remove_tags(h("nokey"), b"nokey", [&b"y"[..]], 200), 0);
+        assert_eq!(tags(&t, b"keep"), [b"x".to_vec()]);
+
+        // FLUSH.
+        t.clear();
+        assert!(t.tags_of(b"keep").is_empty());
+        assert_eq!(t.tag_names(200).count(), 0);
+        assert!(t.tags.is_none());
+    }
+
+    #[test]
+    fn rename_and_take_move_tags() {
+        let hs = FixedState::with_seed(9);
+        let mut t = Table::new(hs);
+        let h = |k: &str| hs.hash_one(k.as_bytes());
+        t.insert(h("a"), b"a", s("v"), 0, 0);
+        t.insert(h("b"), b"b", s("v"), 0, 0);
+        t.add_tags(h("a"), b"a", [&b"t1"[..]], 0);
+        t.add_tags(h("b"), b"b", [&b"t2"[..]], 0);
+        // RENAME a b: take a's tags, remove a, store b, replace b's tags.
+        let moved = t.take_tags(h("a"), b"a");
+        let e = t.remove(h("a"), b"a", 0).unwrap();
+        t.insert(h("b"), b"b", e.value, 0, 0);
+        assert!(t.set_tags(b"b", moved));
+        assert_eq!(tags(&t, b"b"), [b"t1".to_vec()]);
+        assert_eq!(t.tagged_keys(b"t2", 0).count(), 0);
+        assert_eq!(t.tagged_keys(b"t1", 0).collect::<Vec<_>>(), [&b"b"[..]]);
+        assert!(!t.set_tags(b"nokey", vec![b"t".to_vec()]));
+        assert!(t.set_tags(b"b", Vec::<Vec<u8>>::new()));
+        assert!(t.tags.is_none());
+
+        // take() carries the tags along (FLUSH ASYNC, SWAPDB).
+        t.add_tags(h("b"), b"b", [&b"t3"[..]], 0);
+        let taken = t.take();
+        assert_eq!(tags(&taken, b"b"), [b"t3".to_vec()]);
+        assert!(t.tags_of(b"b").is_empty());
+
+        let mut t = taken;
+        let gone = t.remove_tagged(b"t3", 0);
+        assert_eq!(gone.len(), 1);
+        assert!(t.is_empty() && t.tags.is_none());
     }
 }

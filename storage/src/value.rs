@@ -2,6 +2,7 @@
 //!
 //! Strings live here; the collection types live in their own modules.
 
+use crate::compress::{self, Packed, Policy};
 use crate::hash::Hash;
 use crate::list::List;
 use crate::set::Set;
@@ -80,11 +81,13 @@ impl Value {
     }
 }
 
-/// A Redis string: binary-safe bytes, kept as an integer when it is the canonical text of one.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// A Redis string: binary-safe bytes, kept as an integer when it is the canonical text of one,
+/// and zstd-compressed when the [`crate::compress`] policy asks for it (transparently: every
+/// accessor sees the original bytes).
+#[derive(Clone, Debug)]
 pub struct RString(Repr);
 
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug)]
 enum Repr {
     /// The canonical decimal text of this integer.
     Int(i64),
@@ -92,6 +95,8 @@ enum Repr {
     Emb(Box<[u8]>),
     /// A string that is long or has been modified in place (Redis `raw`).
     Raw(Vec<u8>),
+    /// A compressed string (boxed so the string stays 24 bytes).
+    Packed(Box<Packed>),
 }
 
 /// Parses `b` as an i64 only when `b` is exactly the canonical text of that integer
@@ -133,8 +138,15 @@ pub fn parse_canonical_i64(b: &[u8]) -> Option<i64> {
 impl RString {
     /// A string holding a copy of `b`, in the most compact form that fits.
     pub fn from_bytes(b: &[u8]) -> Self {
+        Self::from_bytes_with(b, compress::policy())
+    }
+
+    /// [`RString::from_bytes`] under an explicit compression policy.
+    pub fn from_bytes_with(b: &[u8], policy: Policy) -> Self {
         if let Some(i) = parse_canonical_i64(b) {
             RString(Repr::Int(i))
+        } else if let Some(p) = Packed::try_new(b, policy, true) {
+            RString(Repr::Packed(Box::new(p)))
         } else if b.len() <= EMBSTR_LIMIT {
             RString(Repr::Emb(b.into()))
         } else {
@@ -149,11 +161,26 @@ impl RString {
 
     /// A string taking ownership of `v`, in the most compact form that fits.
     pub fn from_vec(v: Vec<u8>) -> Self {
+        Self::from_vec_with(v, compress::policy())
+    }
+
+    /// [`RString::from_vec`] under an explicit compression policy.
+    pub fn from_vec_with(v: Vec<u8>, policy: Policy) -> Self {
         if v.len() <= EMBSTR_LIMIT {
-            Self::from_bytes(&v)
+            Self::from_bytes_with(&v, policy)
+        } else if let Some(p) = Packed::try_new(&v, policy, true) {
+            RString(Repr::Packed(Box::new(p)))
         } else {
             RString(Repr::Raw(v))
         }
+    }
+
+    /// A `raw`-encoded string taking ownership of `v` (as Redis creates for SETRANGE or
+    /// SETBIT on a missing key, and for HyperLogLogs), compressed if the policy asks.
+    pub fn raw_from_vec(v: Vec<u8>) -> Self {
+        let mut s = RString(Repr::Raw(v));
+        s.repack(compress::policy());
+        s
     }
 
     /// The integer this string holds, if it is stored as one.
@@ -164,7 +191,7 @@ impl RString {
         }
     }
 
-    /// Length in bytes of the string's text.
+    /// Length in bytes of the string's text (no decompression needed).
     pub fn len(&self) -> usize {
         match &self.0 {
             Repr::Int(i) => {
@@ -173,6 +200,7 @@ impl RString {
             }
             Repr::Emb(b) => b.len(),
             Repr::Raw(v) => v.len(),
+            Repr::Packed(p) => p.len(),
         }
     }
 
@@ -181,7 +209,13 @@ impl RString {
         self.len() == 0
     }
 
-    /// Calls `f` with the string's bytes (integers are formatted on a stack buffer).
+    /// Whether the string is stored compressed.
+    pub fn is_compressed(&self) -> bool {
+        matches!(self.0, Repr::Packed(_))
+    }
+
+    /// Calls `f` with the string's bytes (integers are formatted on a stack buffer,
+    /// compressed strings decompressed into a temporary buffer).
     pub fn with_bytes<R>(&self, f: impl FnOnce(&[u8]) -> R) -> R {
         match &self.0 {
             Repr::Int(i) => {
@@ -190,44 +224,111 @@ impl RString {
             }
             Repr::Emb(b) => f(b),
             Repr::Raw(v) => f(v),
+            Repr::Packed(p) => f(&p.unpack()),
         }
     }
 
     /// A copy of the bytes.
     pub fn to_vec(&self) -> Vec<u8> {
-        self.with_bytes(|b| b.to_vec())
+        match &self.0 {
+            Repr::Packed(p) => p.unpack(),
+            _ => self.with_bytes(|b| b.to_vec()),
+        }
     }
 
-    /// Mutable access to the bytes for in-place edits (APPEND, SETRANGE); the string
-    /// becomes `raw`, as in Redis.
-    pub fn make_raw(&mut self) -> &mut Vec<u8> {
+    /// Mutable access to the bytes for in-place edits (APPEND, SETRANGE, SETBIT, PFADD):
+    /// the string becomes `raw`, as in Redis. A compressed string is decompressed first;
+    /// when the returned guard is dropped the result is stored again under the compression
+    /// policy.
+    pub fn make_raw(&mut self) -> RawMut<'_> {
+        self.make_raw_with(compress::policy())
+    }
+
+    /// [`RString::make_raw`] under an explicit compression policy.
+    pub fn make_raw_with(&mut self, policy: Policy) -> RawMut<'_> {
         if !matches!(self.0, Repr::Raw(_)) {
             let v = self.to_vec();
             self.0 = Repr::Raw(v);
         }
-        match &mut self.0 {
-            Repr::Raw(v) => v,
-            // Just converted above.
-            _ => unreachable!("string converted to raw"),
+        RawMut { s: self, policy }
+    }
+
+    /// Compresses a `raw` string if `policy` asks for it.
+    fn repack(&mut self, policy: Policy) {
+        if let Repr::Raw(v) = &self.0 {
+            if let Some(p) = Packed::try_new(v, policy, false) {
+                self.0 = Repr::Packed(Box::new(p));
+            }
         }
     }
 
-    /// Redis encoding name: `int`, `embstr` or `raw`.
+    /// Redis encoding name: `int`, `embstr` or `raw`. A compressed string reports what the
+    /// uncompressed one would.
     pub fn encoding(&self) -> &'static str {
         match &self.0 {
             Repr::Int(_) => "int",
             Repr::Emb(_) => "embstr",
             Repr::Raw(_) => "raw",
+            Repr::Packed(p) if p.emb() && p.len() <= EMBSTR_LIMIT => "embstr",
+            Repr::Packed(_) => "raw",
         }
     }
 
-    /// Heap bytes owned.
+    /// Heap bytes owned (the compressed size for a compressed string).
     pub fn heap_size(&self) -> usize {
         match &self.0 {
             Repr::Int(_) => 0,
             Repr::Emb(b) => b.len(),
             Repr::Raw(v) => v.capacity(),
+            Repr::Packed(p) => std::mem::size_of::<Packed>() + p.compressed_len(),
         }
+    }
+}
+
+impl PartialEq for RString {
+    /// Equal when the texts are equal, whatever the representations.
+    fn eq(&self, other: &Self) -> bool {
+        match (&self.0, &other.0) {
+            (Repr::Int(a), Repr::Int(b)) => a == b,
+            _ => self.len() == other.len() && self.with_bytes(|a| other.with_bytes(|b| a == b)),
+        }
+    }
+}
+
+impl Eq for RString {}
+
+/// Write access to a `raw` string's bytes from [`RString::make_raw`]; on drop the string is
+/// stored again under the compression policy.
+pub struct RawMut<'a> {
+    s: &'a mut RString,
+    policy: Policy,
+}
+
+impl std::ops::Deref for RawMut<'_> {
+    type Target = Vec<u8>;
+
+    fn deref(&self) -> &Vec<u8> {
+        match &self.s.0 {
+            Repr::Raw(v) => v,
+            // `make_raw` converted it and only `drop` changes it back.
+            _ => unreachable!("string made raw"),
+        }
+    }
+}
+
+impl std::ops::DerefMut for RawMut<'_> {
+    fn deref_mut(&mut self) -> &mut Vec<u8> {
+        match &mut self.s.0 {
+            Repr::Raw(v) => v,
+            // `make_raw` converted it and only `drop` changes it back.
+            _ => unreachable!("string made raw"),
+        }
+    }
+}
+
+impl Drop for RawMut<'_> {
+    fn drop(&mut self) {
+        self.s.repack(self.policy);
     }
 }
 

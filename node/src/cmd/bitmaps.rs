@@ -8,7 +8,7 @@
 use std::sync::atomic::Ordering::Relaxed;
 
 use resp::Args;
-use storage::{RString, Value};
+use storage::{RString, RawMut, Value};
 
 use crate::cmd::util::{is, parse_i64};
 use crate::ctx::Ctx;
@@ -283,9 +283,10 @@ fn parse_unit(arg: &[u8]) -> Result<bool, CmdError> {
     }
 }
 
-/// Grows the raw bytes of `s` with zeros so that byte `byte` exists; returns them.
-fn grow_to(s: &mut RString, byte: usize) -> &mut Vec<u8> {
-    let raw = s.make_raw();
+/// Grows the raw bytes of `s` with zeros so that byte `byte` exists; returns them (stored
+/// again under the compression policy when the guard drops).
+fn grow_to(s: &mut RString, byte: usize) -> RawMut<'_> {
+    let mut raw = s.make_raw();
     if raw.len() <= byte {
         raw.resize(byte + 1, 0);
     }
@@ -305,12 +306,12 @@ fn with_string_for_write<R>(
     match g.get() {
         Some(e) => {
             let s = as_string_mut(&mut e.value)?;
-            Ok(f(grow_to(s, byte)))
+            Ok(f(&mut grow_to(s, byte)))
         }
         None => {
-            let mut s = RString::from_bytes(b"");
-            let r = f(grow_to(&mut s, byte));
-            g.insert(Value::String(s), 0);
+            let mut raw = vec![0; byte + 1];
+            let r = f(&mut raw);
+            g.insert(Value::String(RString::raw_from_vec(raw)), 0);
             Ok(r)
         }
     }
@@ -331,6 +332,10 @@ fn setbit(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
         set_unsigned(raw, offset, 1, on as u64);
         old
     })?;
+    // Redis publishes only when the bit changed.
+    if old != (on == 1) {
+        ctx.notify(crate::notify::STRING, "setbit", args.arg(1));
+    }
     ctx.out.int(i64::from(old));
     Ok(())
 }
@@ -344,7 +349,7 @@ fn getbit(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
             as_string(&e.value)?.with_bytes(|b| get_bit(b, offset))
         }
         None => {
-            ctx.hit(false);
+            ctx.hit_key(false, args.arg(1));
             false
         }
     };
@@ -391,7 +396,7 @@ fn bitcount(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
     let mut g = ctx.lock(args.arg(1));
     let n = match g.get() {
         None => {
-            ctx.hit(false);
+            ctx.hit_key(false, args.arg(1));
             0
         }
         Some(e) => {
@@ -440,7 +445,7 @@ fn bitpos(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
     let mut g = ctx.lock(args.arg(1));
     let pos = match g.get() {
         None => {
-            ctx.hit(false);
+            ctx.hit_key(false, args.arg(1));
             if bit {
                 -1
             } else {
@@ -514,12 +519,15 @@ fn bitop(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
                 ctx.hit(true);
                 maxlen = maxlen.max(as_string(&e.value)?.len());
             }
-            None => ctx.hit(false),
+            None => ctx.hit_key(false, k),
         }
     }
     if maxlen == 0 {
         let old = g.remove(db, dst);
         drop(g);
+        if old.is_some() {
+            ctx.notify(crate::notify::GENERIC, "del", dst);
+        }
         drop(old);
         ctx.out.int(0);
         return Ok(());
@@ -552,6 +560,7 @@ fn bitop(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
     }
     let old = g.insert(db, dst, Value::String(RString::from_vec(res)), 0);
     drop(g);
+    ctx.notify(crate::notify::STRING, "set", dst);
     drop(old);
     ctx.out.int(maxlen as i64);
     Ok(())
@@ -735,7 +744,7 @@ fn bitfield_generic(ctx: &mut Ctx<'_>, args: Args<'_>, ro: bool) -> CmdResult {
             let mut g = ctx.lock(key);
             match g.get() {
                 None => {
-                    ctx.hit(false);
+                    ctx.hit_key(false, args.arg(1));
                     ops.iter().map(|o| Some(read_field(b"", o))).collect()
                 }
                 Some(e) => {
@@ -750,9 +759,20 @@ fn bitfield_generic(ctx: &mut Ctx<'_>, args: Args<'_>, ro: bool) -> CmdResult {
                 "BITFIELD_RO only supports the GET subcommand",
             ))
         }
-        Some(maxbit) => with_string_for_write(ctx, key, maxbit, |raw| {
-            ops.iter().map(|o| run_field_op(raw, o)).collect()
-        })?,
+        Some(maxbit) => {
+            let results: Vec<Option<i64>> = with_string_for_write(ctx, key, maxbit, |raw| {
+                ops.iter().map(|o| run_field_op(raw, o)).collect()
+            })?;
+            // Redis counts a change for every SET / INCRBY that did not fail on overflow.
+            let changed = ops
+                .iter()
+                .zip(&results)
+                .any(|(o, r)| o.kind != FieldKind::Get && r.is_some());
+            if changed {
+                ctx.notify(crate::notify::STRING, "setbit", key);
+            }
+            results
+        }
     };
     write_field_results(ctx, &results);
     Ok(())

@@ -55,6 +55,10 @@ pub static COMMANDS: &[CommandSpec] = &[
         "Sets the expiration time of a key to a Unix nanoseconds timestamp (Ember).",
         "0.1.0",
     ),
+    CommandSpec::new("nexpiretime", 2, READONLY | FAST, (1, 1, 1), G, nexpiretime).doc(
+        "Returns the expiration time of a key as a Unix nanoseconds timestamp (Ember).",
+        "0.1.0",
+    ),
     CommandSpec::new("nttl", 2, READONLY | FAST, (1, 1, 1), G, nttl).doc(
         "Returns the expiration time in nanoseconds of a key (Ember).",
         "0.1.0",
@@ -151,15 +155,22 @@ fn expire_generic(
         return Ok(());
     };
     let current = e.expire_at();
+    let key = args.arg(1);
     let done = if !cond.allows(current, at) {
         false
     } else {
         match at {
-            Some(at) => g.set_expire(at),
+            Some(at) => {
+                let done = g.set_expire(at);
+                drop(g);
+                ctx.notify(crate::notify::GENERIC, "expire", key);
+                done
+            }
             None => {
                 let old = g.remove();
                 drop(g);
                 drop(old);
+                ctx.notify(crate::notify::GENERIC, "del", key);
                 true
             }
         }
@@ -205,6 +216,8 @@ enum Ttl {
     AbsSecs,
     /// Absolute deadline in milliseconds (PEXPIRETIME).
     AbsMillis,
+    /// Absolute deadline in nanoseconds (NEXPIRETIME).
+    AbsNanos,
 }
 
 /// The reply of the TTL family for a key with deadline `at` (ns), evaluated at `now`.
@@ -217,16 +230,17 @@ fn ttl_value(kind: Ttl, at: u64, now: u64) -> i64 {
         Ttl::Nanos => at.saturating_sub(now),
         Ttl::AbsSecs => (at_ms + 500) / 1000,
         Ttl::AbsMillis => at_ms,
+        Ttl::AbsNanos => at,
     };
     i64::try_from(v).unwrap_or(i64::MAX)
 }
 
-/// TTL, PTTL, NTTL, EXPIRETIME, PEXPIRETIME: -2 without the key, -1 without a deadline.
+/// TTL, PTTL, NTTL, EXPIRETIME, PEXPIRETIME, NEXPIRETIME: -2 without the key, -1 without a deadline.
 fn ttl_generic(ctx: &mut Ctx<'_>, args: Args<'_>, kind: Ttl) -> CmdResult {
     let mut g = ctx.lock(args.arg(1));
     let found = g.peek().map(|e| e.expire_at());
     drop(g);
-    ctx.hit(found.is_some());
+    ctx.hit_key(found.is_some(), args.arg(1));
     let v = match found {
         None => -2,
         Some(None) => -1,
@@ -256,11 +270,18 @@ fn pexpiretime(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
     ttl_generic(ctx, args, Ttl::AbsMillis)
 }
 
+fn nexpiretime(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
+    ttl_generic(ctx, args, Ttl::AbsNanos)
+}
+
 fn persist(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
     let mut g = ctx.lock(args.arg(1));
     let had = g.get().is_some_and(|e| e.expire_at().is_some());
     let done = had && g.set_expire(0);
     drop(g);
+    if done {
+        ctx.notify(crate::notify::GENERIC, "persist", args.arg(1));
+    }
     ctx.out.int(i64::from(done));
     Ok(())
 }

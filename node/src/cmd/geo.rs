@@ -949,6 +949,10 @@ fn geoadd(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
         g.remove();
     }
     drop(g);
+    if added + updated > 0 {
+        // GEOADD runs as ZADD in Redis.
+        ctx.notify(crate::notify::ZSET, "zadd", key);
+    }
     ctx.out.int(if ch { added + updated } else { added });
     Ok(())
 }
@@ -1282,7 +1286,7 @@ fn georadius_generic(
             Some(e) => Some(as_zset(&e.value)?),
             None => None,
         };
-        ctx.hit(z.is_some());
+        ctx.hit_key(z.is_some(), src_key);
         let q = parse_query(args, form, store_form, nostore, Source::Set(z))?;
         let points = z.map(|z| run_search(z, &q));
         (q, points)
@@ -1314,7 +1318,9 @@ fn georadius_generic(
     let dst = args.arg(store_at);
     let points = points.unwrap_or_default();
     if points.is_empty() {
-        g.remove(db, dst);
+        if g.remove(db, dst).is_some() {
+            ctx.notify(crate::notify::GENERIC, "del", dst);
+        }
     } else {
         let max_len = points.iter().map(|p| p.member.len()).max().unwrap_or(0);
         let mut z = ZSet::with_hint(points.len(), max_len);
@@ -1327,6 +1333,12 @@ fn georadius_generic(
             z.add(&p.member, s);
         }
         g.insert(db, dst, Value::ZSet(Box::new(z)), 0);
+        let event = if form == Form::Search {
+            "geosearchstore"
+        } else {
+            "georadiusstore"
+        };
+        ctx.notify(crate::notify::ZSET, event, dst);
     }
     drop(g);
     ctx.out.int(points.len() as i64);

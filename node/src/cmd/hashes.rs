@@ -16,6 +16,7 @@ use storage::Value;
 use crate::cmd::util::{is, parse_cursor, parse_i64, parse_scan_opts, ScanOpts};
 use crate::ctx::Ctx;
 use crate::error::{CmdError, CmdResult};
+use crate::notify::{GENERIC, HASH};
 use crate::registry::{flags::*, CommandSpec, Group};
 
 use crate::cmd::strings::ld::Ld;
@@ -102,7 +103,7 @@ fn read<R>(
             Ok(Some(f(h, ctx.out)))
         }
         None => {
-            ctx.hit(false);
+            ctx.hit_key(false, key);
             Ok(None)
         }
     }
@@ -150,12 +151,14 @@ fn set_pairs(ctx: &mut Ctx<'_>, args: Args<'_>, name: &str) -> Result<i64, CmdEr
 
 fn hset(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
     let added = set_pairs(ctx, args, "hset")?;
+    ctx.notify(HASH, "hset", args.arg(1));
     ctx.out.int(added);
     Ok(())
 }
 
 fn hmset(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
     set_pairs(ctx, args, "hmset")?;
+    ctx.notify(HASH, "hset", args.arg(1));
     ctx.out.ok();
     Ok(())
 }
@@ -169,6 +172,9 @@ fn hsetnx(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
             h.insert(field, value)
         })
     })?;
+    if set {
+        ctx.notify(HASH, "hset", args.arg(1));
+    }
     ctx.out.int(i64::from(set));
     Ok(())
 }
@@ -288,6 +294,12 @@ fn hdel(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
         g.remove();
     }
     drop(g);
+    if removed > 0 {
+        ctx.notify(HASH, "hdel", args.arg(1));
+        if empty {
+            ctx.notify(GENERIC, "del", args.arg(1));
+        }
+    }
     ctx.out.int(removed);
     Ok(())
 }
@@ -309,6 +321,7 @@ fn hincrby(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
         h.insert(field, buf.format(new).as_bytes());
         Ok(new)
     })?;
+    ctx.notify(HASH, "hincrby", args.arg(1));
     ctx.out.int(new);
     Ok(())
 }
@@ -334,6 +347,7 @@ fn hincrbyfloat(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
         h.insert(field, &text);
         Ok(text)
     })?;
+    ctx.notify(HASH, "hincrbyfloat", args.arg(1));
     ctx.out.bulk(&text);
     Ok(())
 }
@@ -434,7 +448,7 @@ fn hscan(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
     let cursor = parse_cursor(args.arg(2))?;
     let mut g = ctx.lock(args.arg(1));
     let Some(e) = g.get() else {
-        ctx.hit(false);
+        ctx.hit_key(false, args.arg(1));
         drop(g);
         ctx.out.array(2);
         ctx.out.bulk(b"0");

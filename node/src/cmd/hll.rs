@@ -575,9 +575,7 @@ fn corrupt(_: Corrupt) -> CmdError {
 
 /// Stores a freshly built HLL as a `raw` string, as Redis does.
 fn raw_string(v: Vec<u8>) -> RString {
-    let mut s = RString::from_vec(v);
-    s.make_raw();
-    s
+    RString::raw_from_vec(v)
 }
 
 fn pfadd(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
@@ -594,18 +592,21 @@ fn pfadd(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
             true
         }
         Some(e) => {
-            let hll = hll_string_mut(&mut e.value)?.make_raw();
+            let mut hll = hll_string_mut(&mut e.value)?.make_raw();
             let mut updated = false;
             for ele in elements.iter() {
-                updated |= add(hll, ele).map_err(corrupt)?;
+                updated |= add(&mut hll, ele).map_err(corrupt)?;
             }
             if updated {
-                invalidate(hll);
+                invalidate(&mut hll);
             }
             updated
         }
     };
     drop(g);
+    if updated {
+        ctx.notify(crate::notify::STRING, "pfadd", args.arg(1));
+    }
     ctx.out.int(i64::from(updated));
     Ok(())
 }
@@ -617,7 +618,7 @@ fn pfcount(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
     let mut g = ctx.lock(args.arg(1));
     let Some(e) = g.get() else {
         drop(g);
-        ctx.hit(false);
+        ctx.hit_key(false, args.arg(1));
         ctx.out.int(0);
         return Ok(());
     };
@@ -652,7 +653,7 @@ fn pfcount_union(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
     let mut max = vec![0u8; REGISTERS];
     for k in &keys {
         let Some(e) = g.get(db, k) else {
-            ctx.hit(false);
+            ctx.hit_key(false, k);
             continue;
         };
         ctx.hit(true);
@@ -675,7 +676,7 @@ fn pfmerge(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
     // The destination is a source too.
     for k in &keys {
         let Some(e) = g.get(db, k) else {
-            ctx.hit(false);
+            ctx.hit_key(false, k);
             continue;
         };
         ctx.hit(true);
@@ -692,9 +693,9 @@ fn pfmerge(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
     let Some(e) = g.get(db, dest) else {
         return Err(CmdError::raw(INVALID_HLL));
     };
-    let hll = hll_string_mut(&mut e.value)?.make_raw();
+    let mut hll = hll_string_mut(&mut e.value)?.make_raw();
     if use_dense {
-        sparse_to_dense(hll).map_err(corrupt)?;
+        sparse_to_dense(&mut hll).map_err(corrupt)?;
     }
     for (j, &m) in max.iter().enumerate() {
         if m == 0 {
@@ -705,11 +706,13 @@ fn pfmerge(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
         } else {
             // As in Redis, a failure here (impossible: the destination was validated as a
             // source) is ignored.
-            let _ = sparse_set(hll, j, m);
+            let _ = sparse_set(&mut hll, j, m);
         }
     }
-    invalidate(hll);
+    invalidate(&mut hll);
+    drop(hll);
     drop(g);
+    ctx.notify(crate::notify::STRING, "pfadd", dest);
     ctx.out.ok();
     Ok(())
 }

@@ -83,6 +83,7 @@ fn delete_keys(ctx: &mut Ctx<'_>, args: Args<'_>, lazy: bool) -> CmdResult {
         for k in keys {
             if let Some(e) = g.remove(db, k) {
                 removed.push(e);
+                ctx.notify(crate::notify::GENERIC, "del", k);
             }
         }
     }
@@ -114,7 +115,7 @@ fn exists(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
         let mut g = ctx.lock_keys(keys);
         for k in keys {
             let found = g.peek(db, k).is_some();
-            ctx.hit(found);
+            ctx.hit_key(found, k);
             n += i64::from(found);
         }
     }
@@ -126,7 +127,7 @@ fn type_cmd(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
     let mut g = ctx.lock(args.arg(1));
     let name = g.peek().map_or("none", |e| e.value.type_name());
     drop(g);
-    ctx.hit(name != "none");
+    ctx.hit_key(name != "none", args.arg(1));
     ctx.out.simple(name.as_bytes());
     Ok(())
 }
@@ -145,13 +146,22 @@ fn rename_generic(ctx: &mut Ctx<'_>, args: Args<'_>, nx: bool) -> Result<bool, C
     if nx && g.peek(db, dst).is_some() {
         return Ok(false);
     }
+    // Tags move with the key and replace the overwritten destination's.
+    let tags = g.take_tags(db, src);
     let Some(entry) = g.remove(db, src) else {
         return Err(CmdError::NoSuchKey);
     };
     let at = entry.expire_at().unwrap_or(0);
     let old = g.insert(db, dst, entry.value, at);
+    g.set_tags(db, dst, tags);
     drop(g);
+    if old.is_some() {
+        // Redis deletes the target and adds it anew.
+        ctx.notify(crate::notify::NEW, "new", dst);
+    }
     drop(old);
+    ctx.notify(crate::notify::GENERIC, "rename_from", src);
+    ctx.notify(crate::notify::GENERIC, "rename_to", dst);
     Ok(true)
 }
 
@@ -236,15 +246,21 @@ fn move_cmd(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
     let (h, now) = (g.hash(), g.now());
     let mut moved = false;
     if g.get().is_some() && !g.table_of(dst).contains(h, key, now) {
+        let tags = g.table_of(src).take_tags(h, key);
         if let Some(e) = g.remove() {
             let at = e.expire_at().unwrap_or(0);
-            g.table_of(dst).insert(h, key, e.value, at, now);
+            let dst_table = g.table_of(dst);
+            dst_table.insert(h, key, e.value, at, now);
+            dst_table.set_tags(key, tags);
             moved = true;
         }
     }
     drop(g);
     if moved {
         ctx.touched(dst, key);
+        ctx.notify_db(crate::notify::NEW, "new", key, dst);
+        ctx.notify(crate::notify::GENERIC, "move_from", key);
+        ctx.notify_db(crate::notify::GENERIC, "move_to", key, dst);
     }
     ctx.out.int(i64::from(moved));
     Ok(())
@@ -274,7 +290,7 @@ fn copy(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
     let mut g = ctx.lock_keys([src, dst]);
     let Some(e) = g.get(src_db, src) else {
         drop(g);
-        ctx.hit(false);
+        ctx.hit_key(false, src);
         ctx.out.int(0);
         return Ok(());
     };
@@ -287,7 +303,12 @@ fn copy(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
     }
     let old = g.insert(dst_db, dst, value, at);
     drop(g);
+    if old.is_some() {
+        // Redis deletes the target and adds it anew.
+        ctx.notify_db(crate::notify::NEW, "new", dst, dst_db);
+    }
     drop(old);
+    ctx.notify_db(crate::notify::GENERIC, "copy_to", dst, dst_db);
     ctx.out.int(1);
     Ok(())
 }
@@ -300,7 +321,7 @@ fn touch(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
         let mut g = ctx.lock_keys(keys);
         for k in keys {
             let found = g.get(db, k).is_some();
-            ctx.hit(found);
+            ctx.hit_key(found, k);
             n += i64::from(found);
         }
     }

@@ -15,6 +15,7 @@ use crate::blocking::TimeoutReply;
 use crate::cmd::util::{is, parse_i64, parse_timeout};
 use crate::ctx::Ctx;
 use crate::error::{CmdError, CmdResult};
+use crate::notify::{GENERIC, LIST};
 use crate::registry::{flags::*, CommandSpec, Group};
 
 const L: Group = Group::List;
@@ -164,6 +165,14 @@ fn pop_n_reply(out: &mut ReplyWriter, list: &mut List, n: usize, tail: bool) {
 // ------------------------------------------------------------------------------------------
 // Push and pop
 
+/// The events of a pop from `key`: `lpop`/`rpop`, then `del` when the list went away.
+fn pop_events(ctx: &Ctx<'_>, key: &[u8], tail: bool, deleted: bool) {
+    ctx.notify(LIST, if tail { "rpop" } else { "lpop" }, key);
+    if deleted {
+        ctx.notify(GENERIC, "del", key);
+    }
+}
+
 /// LPUSH / RPUSH / LPUSHX / RPUSHX.
 fn push_generic(ctx: &mut Ctx<'_>, args: Args<'_>, tail: bool, only_existing: bool) -> CmdResult {
     let mut g = ctx.lock(args.arg(1));
@@ -179,7 +188,11 @@ fn push_generic(ctx: &mut Ctx<'_>, args: Args<'_>, tail: bool, only_existing: bo
             }
             l.len()
         }
-        None if only_existing => 0,
+        None if only_existing => {
+            drop(g);
+            ctx.out.int(0);
+            return Ok(());
+        }
         None => {
             let mut l = List::with_capacity(args.len() - 2);
             for v in args.iter().skip(2) {
@@ -195,6 +208,7 @@ fn push_generic(ctx: &mut Ctx<'_>, args: Args<'_>, tail: bool, only_existing: bo
         }
     };
     drop(g);
+    ctx.notify(LIST, if tail { "rpush" } else { "lpush" }, args.arg(1));
     ctx.out.int(len as i64);
     Ok(())
 }
@@ -244,6 +258,7 @@ fn pop_generic(ctx: &mut Ctx<'_>, args: Args<'_>, tail: bool) -> CmdResult {
     };
     let l = as_list_mut(&mut e.value)?;
     let out = &mut *ctx.out;
+    let popped = count != Some(0) && !l.is_empty();
     match count {
         None => match l.pop(tail) {
             Some(v) => out.bulk(&v),
@@ -253,6 +268,9 @@ fn pop_generic(ctx: &mut Ctx<'_>, args: Args<'_>, tail: bool) -> CmdResult {
     }
     let removed = if l.is_empty() { g.remove() } else { None };
     drop(g);
+    if popped {
+        pop_events(ctx, args.arg(1), tail, removed.is_some());
+    }
     drop(removed);
     Ok(())
 }
@@ -276,7 +294,7 @@ fn llen(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
             as_list(&e.value)?.len()
         }
         None => {
-            ctx.hit(false);
+            ctx.hit_key(false, args.arg(1));
             0
         }
     };
@@ -291,7 +309,7 @@ fn lrange(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
     let mut g = ctx.lock(args.arg(1));
     let Some(e) = g.get() else {
         drop(g);
-        ctx.hit(false);
+        ctx.hit_key(false, args.arg(1));
         ctx.out.array(0);
         return Ok(());
     };
@@ -315,7 +333,7 @@ fn lindex(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
     let mut g = ctx.lock(args.arg(1));
     let Some(e) = g.get() else {
         drop(g);
-        ctx.hit(false);
+        ctx.hit_key(false, args.arg(1));
         ctx.out.null();
         return Ok(());
     };
@@ -373,7 +391,7 @@ fn lpos(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
     let mut g = ctx.lock(args.arg(1));
     let Some(e) = g.get() else {
         drop(g);
-        ctx.hit(false);
+        ctx.hit_key(false, args.arg(1));
         match count {
             Some(_) => ctx.out.array(0),
             None => ctx.out.null(),
@@ -449,6 +467,7 @@ fn lset(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
     match resolve_index(index, l.len()) {
         Some(i) if l.set(i, args.arg(3)) => {
             drop(g);
+            ctx.notify(LIST, "lset", args.arg(1));
             ctx.out.ok();
             Ok(())
         }
@@ -479,6 +498,9 @@ fn linsert(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
         None => -1,
     };
     drop(g);
+    if n > 0 {
+        ctx.notify(LIST, "linsert", args.arg(1));
+    }
     ctx.out.int(n);
     Ok(())
 }
@@ -495,6 +517,12 @@ fn lrem(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
     let n = l.remove_matching(args.arg(3), count);
     let removed = if l.is_empty() { g.remove() } else { None };
     drop(g);
+    if n > 0 {
+        ctx.notify(LIST, "lrem", args.arg(1));
+        if removed.is_some() {
+            ctx.notify(GENERIC, "del", args.arg(1));
+        }
+    }
     drop(removed);
     ctx.out.int(n as i64);
     Ok(())
@@ -512,6 +540,10 @@ fn ltrim(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
         }
         let removed = if l.is_empty() { g.remove() } else { None };
         drop(g);
+        ctx.notify(LIST, "ltrim", args.arg(1));
+        if removed.is_some() {
+            ctx.notify(GENERIC, "del", args.arg(1));
+        }
         drop(removed);
     }
     ctx.out.ok();
@@ -573,6 +605,8 @@ fn move_generic(
         }
     }
     drop(g);
+    ctx.notify(LIST, if to_tail { "rpush" } else { "lpush" }, dst);
+    pop_events(ctx, src, from_tail, removed.is_some());
     drop(removed);
     Ok(true)
 }
@@ -646,6 +680,7 @@ fn mpop_generic(ctx: &mut Ctx<'_>, args: Args<'_>, at: usize) -> Result<Vec<Vec<
             None
         };
         drop(g);
+        pop_events(ctx, key, tail, removed.is_some());
         drop(removed);
         return Ok(Vec::new());
     }
@@ -677,6 +712,7 @@ fn bpop_generic(ctx: &mut Ctx<'_>, args: Args<'_>, tail: bool) -> CmdResult {
             None
         };
         drop(g);
+        pop_events(ctx, key, tail, removed.is_some());
         drop(removed);
         ctx.out.array(2);
         ctx.out.bulk(key);

@@ -10,6 +10,7 @@ pub mod hashes;
 pub mod hll;
 pub mod keys;
 pub mod lists;
+pub mod persist;
 pub mod pubsub;
 pub mod scripting;
 pub mod server;
@@ -17,6 +18,7 @@ pub mod sets;
 pub mod sort;
 pub mod streams;
 pub mod strings;
+pub mod tags;
 pub mod tx;
 pub mod util;
 pub mod zsets;
@@ -29,6 +31,7 @@ pub fn families() -> Vec<&'static [CommandSpec]> {
         connection::COMMANDS,
         strings::COMMANDS,
         keys::COMMANDS,
+        persist::COMMANDS,
         expiry::COMMANDS,
         server::COMMANDS,
         lists::COMMANDS,
@@ -40,6 +43,7 @@ pub fn families() -> Vec<&'static [CommandSpec]> {
         geo::COMMANDS,
         sort::COMMANDS,
         streams::COMMANDS,
+        tags::COMMANDS,
         tx::COMMANDS,
         scripting::COMMANDS,
         pubsub::COMMANDS,

@@ -1,10 +1,10 @@
 //! Scripting: EVAL, EVALSHA, EVAL_RO, EVALSHA_RO, SCRIPT LOAD/EXISTS/FLUSH/KILL/HELP,
-//! FCALL, FCALL_RO and FUNCTION LOAD/DELETE/FLUSH/LIST/STATS/KILL/HELP.
+//! FCALL, FCALL_RO and FUNCTION LOAD/DELETE/FLUSH/LIST/STATS/KILL/DUMP/RESTORE/HELP.
 //!
 //! Scripts and functions run alone: they are flagged `EXCLUSIVE` so the dispatcher does
 //! not take the worker's gate, and take every worker's gate themselves for the whole run
 //! (inside EXEC the gates are already held). The Lua side is in [`crate::script`].
-//! FUNCTION DUMP / RESTORE are not provided.
+//! FUNCTION DUMP / RESTORE use Redis's payload format (see [`storage::rdb`]).
 
 use std::sync::atomic::Ordering::Relaxed;
 
@@ -128,6 +128,19 @@ static FUNCTION_SUBS: &[CommandSpec] = &[
         .doc("Deletes a library and its functions.", "7.0.0"),
     CommandSpec::new("flush", -2, WRITE | NOSCRIPT, (0, 0, 0), S, function_flush)
         .doc("Deletes all libraries and functions.", "7.0.0"),
+    CommandSpec::new("dump", 2, NOSCRIPT, (0, 0, 0), S, function_dump).doc(
+        "Dumps all libraries into a serialized binary payload.",
+        "7.0.0",
+    ),
+    CommandSpec::new(
+        "restore",
+        -3,
+        WRITE | DENYOOM | NOSCRIPT,
+        (0, 0, 0),
+        S,
+        function_restore,
+    )
+    .doc("Restores all libraries from a payload.", "7.0.0"),
     CommandSpec::new("list", -2, NOSCRIPT, (0, 0, 0), S, function_list)
         .doc("Returns information about all libraries.", "7.0.0"),
     CommandSpec::new(
@@ -437,6 +450,70 @@ fn function_flush(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
     Ok(())
 }
 
+fn function_dump(ctx: &mut Ctx<'_>, _args: Args<'_>) -> CmdResult {
+    let payload = {
+        let store = ctx.server.scripting.func.lock();
+        storage::rdb::functions_payload(store.libraries.values().map(|l| &l.code[..]))
+    };
+    ctx.out.bulk(&payload);
+    Ok(())
+}
+
+/// FUNCTION RESTORE payload [FLUSH | APPEND | REPLACE]: every library is compiled and
+/// checked for name clashes before any is installed, so a refused restore changes nothing.
+fn function_restore(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
+    use storage::rdb::read::FunctionPayloadError as E;
+    let (mut flush, mut replace) = (false, false);
+    match args.len() {
+        3 => {}
+        4 if is(args.arg(3), "flush") => flush = true,
+        4 if is(args.arg(3), "append") => {}
+        4 if is(args.arg(3), "replace") => replace = true,
+        4 => {
+            return Err(CmdError::err(
+                "Wrong restore policy given, value should be either FLUSH, APPEND or REPLACE.",
+            ))
+        }
+        _ => return Err(CmdError::Syntax),
+    }
+    let codes = match storage::rdb::functions_from_payload(args.arg(2)) {
+        Ok(c) => c,
+        Err(E::VersionOrChecksum) => {
+            return Err(CmdError::err("payload version or checksum are wrong"))
+        }
+        Err(E::NotAFunction) => return Err(CmdError::err("given type is not a function")),
+        Err(E::BadData) => return Err(CmdError::err("Bad data format")),
+    };
+    // Compile everything in a scratch store first (also validates the payload).
+    let mut scratch = script::FunctionStore::new();
+    for c in &codes {
+        scratch.load(c, false)?;
+    }
+    let mut store = ctx.server.scripting.func.lock();
+    if flush {
+        *store = scratch;
+        ctx.out.ok();
+        return Ok(());
+    }
+    for (name, lib) in &scratch.libraries {
+        if store.libraries.contains_key(name) && !replace {
+            return Err(CmdError::err(format!("Library {name} already exists")));
+        }
+        for f in lib.functions.keys() {
+            if let Some(owner) = store.index.get(f) {
+                if owner != name || !replace {
+                    return Err(CmdError::err(format!("Function {f} already exists")));
+                }
+            }
+        }
+    }
+    for c in &codes {
+        store.load(c, replace)?;
+    }
+    ctx.out.ok();
+    Ok(())
+}
+
 fn function_list(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
     let mut with_code = false;
     let mut pattern: Option<&[u8]> = None;
@@ -590,6 +667,16 @@ fn function_help(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
             "    lazyfree-lazy-user-flush configuration directive. Valid modes are:",
             "    * ASYNC: Asynchronously flush the libraries.",
             "    * SYNC: Synchronously flush the libraries.",
+            "DUMP",
+            "    Return a serialized payload representing the current libraries, can be restored using FUNCTION RESTORE command",
+            "RESTORE <PAYLOAD> [FLUSH|APPEND|REPLACE]",
+            "    Restore the libraries represented by the given payload, it is possible to give a restore policy to",
+            "    control how to handle existing libraries (default APPEND):",
+            "    * FLUSH: delete all existing libraries.",
+            "    * APPEND: appends the restored libraries to the existing libraries. On collision, abort.",
+            "    * REPLACE: appends the restored libraries to the existing libraries, On collision, replace the old",
+            "      libraries with the new libraries (notice that even on this option there is a chance of failure",
+            "      in case of functions name collision with another library).",
         ],
     );
     Ok(())

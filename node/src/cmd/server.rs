@@ -609,13 +609,56 @@ pub fn info_text(server: &Server, now: u64, want: impl Fn(&str) -> bool) -> Stri
             server.lazyfree.pending.load(Relaxed),
         );
         kv(&mut s, "mem_allocator", jemalloc_version());
+        let (packed, saved) = storage::compress::stats();
+        let on = storage::compress::policy().enabled;
+        kv(&mut s, "compression", if on { "yes" } else { "no" });
+        kv(&mut s, "compressed_values", packed);
+        kv(&mut s, "compression_bytes_saved", saved);
     }
 
     if want("persistence") {
         begin(&mut s, "Persistence");
+        let snap = &server.snapshots;
+        let bg = snap.in_progress.load(Relaxed);
+        let now_s = storage::clock::now_ns() / storage::clock::NS_PER_SEC;
         kv(&mut s, "loading", 0);
         kv(&mut s, "async_loading", 0);
-        kv(&mut s, "rdb_bgsave_in_progress", 0);
+        kv(&mut s, "current_cow_peak", 0);
+        kv(&mut s, "current_cow_size", 0);
+        kv(&mut s, "current_fork_perc", "0.00");
+        kv(&mut s, "current_save_keys_processed", 0);
+        kv(&mut s, "current_save_keys_total", 0);
+        kv(&mut s, "rdb_changes_since_last_save", server.dirty());
+        kv(&mut s, "rdb_bgsave_in_progress", u8::from(bg));
+        kv(&mut s, "rdb_last_save_time", snap.last_save.load(Relaxed));
+        kv(
+            &mut s,
+            "rdb_last_bgsave_status",
+            if snap.last_ok.load(Relaxed) {
+                "ok"
+            } else {
+                "err"
+            },
+        );
+        kv(
+            &mut s,
+            "rdb_last_bgsave_time_sec",
+            snap.last_duration.load(Relaxed),
+        );
+        let cur = if bg {
+            now_s.saturating_sub(snap.started.load(Relaxed)) as i64
+        } else {
+            -1
+        };
+        kv(&mut s, "rdb_current_bgsave_time_sec", cur);
+        kv(&mut s, "rdb_saves", snap.saves.load(Relaxed));
+        kv(&mut s, "rdb_last_cow_size", 0);
+        kv(&mut s, "rdb_last_load_keys_expired", 0);
+        kv(
+            &mut s,
+            "rdb_last_load_keys_loaded",
+            snap.loaded_keys.load(Relaxed),
+        );
         kv(&mut s, "aof_enabled", 0);
         kv(&mut s, "aof_rewrite_in_progress", 0);
     }
@@ -725,6 +768,10 @@ pub fn info_text(server: &Server, now: u64, want: impl Fn(&str) -> bool) -> Stri
 
 /// The value CONFIG GET reports: `dir` is the working directory, as in Redis.
 fn config_value(name: &str, stored: String) -> String {
+    if name.eq_ignore_ascii_case("notify-keyspace-events") {
+        let flags = crate::notify::parse_flags(&stored).unwrap_or(0);
+        return crate::notify::flags_to_string(flags);
+    }
     if name.eq_ignore_ascii_case("dir") {
         return std::env::current_dir()
             .map(|p| p.display().to_string())
@@ -1377,13 +1424,19 @@ fn shutdown(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
         // Shutdown is immediate: there is never one in progress to abort.
         return Err(CmdError::err("No shutdown in progress."));
     }
-    if save {
-        if !force {
-            warn!("SHUTDOWN SAVE: Ember has no persistence in this version, so the DB can't be saved. Refusing to exit (use NOSAVE, or FORCE to exit anyway).");
-            return Err(CmdError::err("Errors trying to SHUTDOWN. Check logs."));
+    let points =
+        !crate::snapshot::parse_save_points(ctx.server.config.read().get("save")).is_empty();
+    if save || (points && !nosave) {
+        if let Err(e) = crate::snapshot::save(ctx.server) {
+            if !force {
+                warn!("Error trying to save the DB, can't exit: {e}");
+                return Err(CmdError::err("Errors trying to SHUTDOWN. Check logs."));
+            }
+            warn!("Error trying to save the DB, exiting anyway (FORCE): {e}");
         }
-        warn!("SHUTDOWN SAVE FORCE: Ember has no persistence in this version, the DB is not saved; exiting anyway.");
     }
+    let _ = now;
+    ctx.server.snapshots.saved_for_shutdown.store(true, Relaxed);
     // Like Redis, the client gets no reply: the connection closes and the process exits.
     ctx.client.close_after_reply = true;
     ctx.server.request_shutdown();
@@ -1436,6 +1489,10 @@ fn debug(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
             &[
                 "OBJECT <key>",
                 "    Show low level info about `key` and associated value.",
+                "SET-ACTIVE-EXPIRE <0|1>",
+                "    Setting it to 0 disables expiring keys in background when they are not",
+                "    accessed (otherwise the Redis behavior). Setting it to 1 reenables back the",
+                "    default.",
                 "SLEEP <seconds>",
                 "    Stop the server for <seconds>. Decimals allowed.",
             ],
@@ -1450,6 +1507,15 @@ fn debug(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
                 std::thread::sleep(d);
             }
         }
+        ctx.out.ok();
+        Ok(())
+    } else if args.len() == 3 && is(sub, "set-active-expire") {
+        // Redis reads the flag with atoi: anything but a non-zero number turns it off.
+        let on = std::str::from_utf8(args.arg(2))
+            .ok()
+            .and_then(|s| s.trim().parse::<i64>().ok())
+            .unwrap_or(0);
+        ctx.server.active_expire_off.store(on == 0, Relaxed);
         ctx.out.ok();
         Ok(())
     } else if args.len() == 3 && is(sub, "object") {

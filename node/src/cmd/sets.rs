@@ -14,6 +14,7 @@ use storage::Value;
 use crate::cmd::util::{is, parse_cursor, parse_i64, parse_scan_opts, ScanOpts};
 use crate::ctx::Ctx;
 use crate::error::{CmdError, CmdResult};
+use crate::notify::{GENERIC, SET};
 use crate::registry::{flags::*, CommandSpec, Group};
 
 const G: Group = Group::Set;
@@ -87,6 +88,9 @@ fn sadd(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
         }
     };
     drop(g);
+    if added > 0 {
+        ctx.notify(SET, "sadd", args.arg(1));
+    }
     ctx.out.int(added as i64);
     Ok(())
 }
@@ -100,10 +104,17 @@ fn srem(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
     };
     let s = as_set(&mut e.value)?;
     let n = args.slice(2).iter().filter(|m| s.remove(m)).count();
-    if s.is_empty() {
+    let empty = s.is_empty();
+    if empty {
         g.remove();
     }
     drop(g);
+    if n > 0 {
+        ctx.notify(SET, "srem", args.arg(1));
+        if empty {
+            ctx.notify(GENERIC, "del", args.arg(1));
+        }
+    }
     ctx.out.int(n as i64);
     Ok(())
 }
@@ -120,7 +131,7 @@ fn read<R>(
         Some(e) => Some(as_set(&mut e.value)?),
         None => None,
     };
-    ctx.hit(found.is_some());
+    ctx.hit_key(found.is_some(), key);
     Ok(f(ctx, found.as_deref()))
 }
 
@@ -181,10 +192,12 @@ fn spop(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
     match count {
         None => {
             let m = s.pop_random(&mut rng).unwrap_or_default();
-            if s.is_empty() {
+            let empty = s.is_empty();
+            if empty {
                 g.remove();
             }
             drop(g);
+            spop_events(ctx, args.arg(1), empty);
             ctx.out.bulk(&m);
         }
         Some(n) if n >= s.len() as u64 => {
@@ -192,11 +205,15 @@ fn spop(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
                 return Ok(());
             };
             drop(g);
+            spop_events(ctx, args.arg(1), true);
             reply_set(ctx, &all);
         }
         Some(n) => {
             let popped: Vec<Vec<u8>> = (0..n).filter_map(|_| s.pop_random(&mut rng)).collect();
             drop(g);
+            if n > 0 {
+                spop_events(ctx, args.arg(1), false);
+            }
             ctx.out.set(popped.len());
             for m in &popped {
                 ctx.out.bulk(m);
@@ -204,6 +221,14 @@ fn spop(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
         }
     }
     Ok(())
+}
+
+/// The events of SPOP on `key`: `spop`, then `del` when the set went away.
+fn spop_events(ctx: &Ctx<'_>, key: &[u8], deleted: bool) {
+    ctx.notify(SET, "spop", key);
+    if deleted {
+        ctx.notify(GENERIC, "del", key);
+    }
 }
 
 fn srandmember(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
@@ -320,14 +345,23 @@ fn smove(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
             g.remove(db, src);
         }
         if removed {
+            // Redis's order: the source's events, then the destination's (created first).
+            ctx.notify(SET, "srem", src);
+            if now_empty {
+                ctx.notify(GENERIC, "del", src);
+            }
+            let mut added = true;
             if dst_exists {
                 if let Some(Value::Set(d)) = g.get(db, dst).map(|e| &mut e.value) {
-                    d.insert(m);
+                    added = d.insert(m);
                 }
             } else {
                 let mut d = Set::for_member(m, 1);
                 d.insert(m);
                 g.insert(db, dst, Value::Set(Box::new(d)), 0);
+            }
+            if added {
+                ctx.notify(SET, "sadd", dst);
             }
         }
         removed
@@ -359,7 +393,9 @@ fn combine(ctx: &mut Ctx<'_>, keys: Args<'_>, op: Op, dst: Option<&[u8]>) -> Res
             None => None,
         };
         if dst.is_none() {
-            ctx.hit(size.is_some());
+            ctx.hit_key(size.is_some(), k);
+        } else if size.is_none() {
+            ctx.keymiss(k);
         }
         sizes.push(size);
     }
@@ -419,7 +455,9 @@ fn combine(ctx: &mut Ctx<'_>, keys: Args<'_>, op: Op, dst: Option<&[u8]>) -> Res
     if let Some(d) = dst {
         let n = result.len();
         if n == 0 {
-            g.remove(db, d);
+            if g.remove(db, d).is_some() {
+                ctx.notify(GENERIC, "del", d);
+            }
         } else {
             // Built member by member from an empty set, so the stored form is the one
             // Redis would pick for this content.
@@ -428,6 +466,12 @@ fn combine(ctx: &mut Ctx<'_>, keys: Args<'_>, op: Op, dst: Option<&[u8]>) -> Res
                 stored.insert_elem(e);
             }
             g.insert(db, d, Value::Set(Box::new(stored)), 0);
+            let event = match op {
+                Op::Inter => "sinterstore",
+                Op::Union => "sunionstore",
+                Op::Diff => "sdiffstore",
+            };
+            ctx.notify(SET, event, d);
         }
         drop(g);
         ctx.out.int(n as i64);
@@ -510,7 +554,7 @@ fn sintercard(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
             Some(e) => Some(as_set(&mut e.value)?.len()),
             None => None,
         };
-        ctx.hit(size.is_some());
+        ctx.hit_key(size.is_some(), k);
         sizes.push(size);
     }
     if sizes.iter().any(Option::is_none) {

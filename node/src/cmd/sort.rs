@@ -330,7 +330,7 @@ fn sort_generic(ctx: &mut Ctx<'_>, args: Args<'_>, readonly: bool) -> CmdResult 
         ZSet,
     }
     let entry = g.get(db, src_key);
-    ctx.hit(entry.is_some());
+    ctx.hit_key(entry.is_some(), src_key);
     let (kind, len) = match entry.map(|e| &e.value) {
         None => (Kind::List, 0usize),
         Some(Value::List(l)) => (Kind::List, l.len()),
@@ -501,8 +501,9 @@ fn sort_generic(ctx: &mut Ctx<'_>, args: Args<'_>, readonly: bool) -> CmdResult 
             }
             if outputlen > 0 {
                 g.insert(db, dst, Value::List(Box::new(list)), 0);
-            } else {
-                g.remove(db, dst);
+                ctx.notify(crate::notify::LIST, "sortstore", dst);
+            } else if g.remove(db, dst).is_some() {
+                ctx.notify(crate::notify::GENERIC, "del", dst);
             }
             drop(g);
             ctx.out.int(outputlen as i64);

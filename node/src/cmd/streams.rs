@@ -22,6 +22,7 @@ use crate::client::BlockMode;
 use crate::cmd::util::{is, parse_i64, parse_i64_or, reply_help};
 use crate::ctx::Ctx;
 use crate::error::{CmdError, CmdResult};
+use crate::notify::STREAM;
 use crate::registry::{flags::*, CommandSpec, Group};
 
 const S: Group = Group::Stream;
@@ -489,10 +490,15 @@ fn xadd(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
     }
     let items: Vec<&[u8]> = (field_pos..args.len()).map(|i| args.arg(i)).collect();
     s.append(id, &items);
-    if let Some(how) = t.how {
-        s.trim(how, t.approx, t.limit);
-    }
+    let trimmed = match t.how {
+        Some(how) => s.trim(how, t.approx, t.limit),
+        None => 0,
+    };
     drop(g);
+    ctx.notify(STREAM, "xadd", key);
+    if trimmed > 0 {
+        ctx.notify(STREAM, "xtrim", key);
+    }
     reply_id(ctx.out, id);
     Ok(())
 }
@@ -511,6 +517,9 @@ fn xtrim(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
         None => 0,
     };
     drop(g);
+    if n > 0 {
+        ctx.notify(STREAM, "xtrim", args.arg(1));
+    }
     ctx.out.int(n as i64);
     Ok(())
 }
@@ -522,7 +531,10 @@ fn xlen(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
     let mut g = ctx.lock(args.arg(1));
     let n = match g.get() {
         Some(e) => as_stream(&e.value)?.len(),
-        None => 0,
+        None => {
+            ctx.keymiss(args.arg(1));
+            0
+        }
     };
     drop(g);
     ctx.out.int(n as i64);
@@ -546,7 +558,7 @@ fn xrange_generic(ctx: &mut Ctx<'_>, args: Args<'_>, rev: bool) -> CmdResult {
     let mut g = ctx.lock(args.arg(1));
     let Some(e) = g.get() else {
         drop(g);
-        ctx.hit(false);
+        ctx.hit_key(false, args.arg(1));
         ctx.out.array(0);
         return Ok(());
     };
@@ -594,6 +606,9 @@ fn xdel(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
         }
     }
     drop(g);
+    if deleted > 0 {
+        ctx.notify(STREAM, "xdel", args.arg(1));
+    }
     ctx.out.int(deleted);
     Ok(())
 }
@@ -1437,6 +1452,7 @@ fn xgroup_create(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
     s.groups
         .insert(gname.to_vec(), ConsumerGroup::new(id, entries_read));
     drop(g);
+    ctx.notify(STREAM, "xgroup-create", key);
     ctx.out.ok();
     Ok(())
 }
@@ -1472,6 +1488,7 @@ fn xgroup_setid(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
         grp.entries_read = entries_read;
     }
     drop(g);
+    ctx.notify(STREAM, "xgroup-setid", key);
     ctx.out.ok();
     Ok(())
 }
@@ -1485,6 +1502,9 @@ fn xgroup_destroy(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
     let s = as_stream_mut(&mut e.value)?;
     let removed = s.groups.remove(gname).is_some();
     drop(g);
+    if removed {
+        ctx.notify(STREAM, "xgroup-destroy", key);
+    }
     ctx.out.int(i64::from(removed));
     Ok(())
 }
@@ -1507,6 +1527,9 @@ fn xgroup_createconsumer(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
         true
     };
     drop(g);
+    if created {
+        ctx.notify(STREAM, "xgroup-createconsumer", key);
+    }
     ctx.out.int(i64::from(created));
     Ok(())
 }
@@ -1521,8 +1544,10 @@ fn xgroup_delconsumer(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
     let Some(grp) = s.groups.get_mut(gname) else {
         return Err(no_group_for_key(key, gname));
     };
+    let mut existed = false;
     let pending = match grp.consumers.remove(cname) {
         Some(c) => {
+            existed = true;
             for id in &c.pel {
                 grp.pel.remove(id);
             }
@@ -1531,6 +1556,9 @@ fn xgroup_delconsumer(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
         None => 0,
     };
     drop(g);
+    if existed {
+        ctx.notify(STREAM, "xgroup-delconsumer", key);
+    }
     ctx.out.int(pending as i64);
     Ok(())
 }
@@ -1826,6 +1854,7 @@ fn xsetid(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
         s.max_deleted_id = max_xdel;
     }
     drop(g);
+    ctx.notify(STREAM, "xsetid", args.arg(1));
     ctx.out.ok();
     Ok(())
 }

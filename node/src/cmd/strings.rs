@@ -18,6 +18,7 @@ use storage::{RString, Value};
 use crate::cmd::util::{deadline, is, parse_i64, TimeUnit};
 use crate::ctx::Ctx;
 use crate::error::{CmdError, CmdResult};
+use crate::notify::{GENERIC, STRING};
 use crate::registry::{flags::*, CommandSpec, Group};
 
 use self::ld::Ld;
@@ -223,7 +224,7 @@ fn get(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
             as_string(&e.value)?.with_bytes(|b| out.bulk(b));
         }
         None => {
-            ctx.hit(false);
+            ctx.hit_key(false, args.arg(1));
             ctx.out.null();
         }
     }
@@ -259,7 +260,7 @@ fn set_generic(
     let mut g = ctx.lock(key);
     let old = g.get();
     if with_get {
-        ctx.hit(old.is_some());
+        ctx.hit_key(old.is_some(), key);
         match &old {
             Some(e) => {
                 let out = &mut *ctx.out;
@@ -283,9 +284,16 @@ fn set_generic(
     match (at, old) {
         // An absolute deadline already past: the key is set and expires at once.
         (Some(None), old) => {
-            let removed = if old.is_some() { g.remove() } else { None };
+            let found = old.is_some();
+            let removed = if found { g.remove() } else { None };
             drop(g);
             drop(removed);
+            if !found {
+                ctx.notify(crate::notify::NEW, "new", key);
+            }
+            ctx.notify(STRING, "set", key);
+            ctx.notify(GENERIC, "expire", key);
+            ctx.notify(crate::notify::EXPIRED, "expired", key);
         }
         (at, Some(e)) => {
             let current = e.expire_at().unwrap_or(0);
@@ -300,9 +308,12 @@ fn set_generic(
             }
             drop(g);
             drop(prev);
+            set_events(ctx, key, at.is_some());
         }
         (at, None) => {
             g.insert(value, at.flatten().unwrap_or(0));
+            drop(g);
+            set_events(ctx, key, at.is_some());
         }
     }
     if !with_get {
@@ -312,6 +323,14 @@ fn set_generic(
         }
     }
     Ok(())
+}
+
+/// The events of a SET-family store: `set`, and `expire` when it gave a deadline.
+fn set_events(ctx: &Ctx<'_>, key: &[u8], expire: bool) {
+    ctx.notify(STRING, "set", key);
+    if expire {
+        ctx.notify(GENERIC, "expire", key);
+    }
 }
 
 fn set(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
@@ -379,7 +398,7 @@ fn getdel(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
     let mut g = ctx.lock(args.arg(1));
     let Some(e) = g.get() else {
         drop(g);
-        ctx.hit(false);
+        ctx.hit_key(false, args.arg(1));
         ctx.out.null();
         return Ok(());
     };
@@ -388,6 +407,7 @@ fn getdel(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
     let removed = g.remove();
     drop(g);
     if let Some(e) = removed {
+        ctx.notify(GENERIC, "del", args.arg(1));
         let out = &mut *ctx.out;
         as_string(&e.value)?.with_bytes(|b| out.bulk(b));
     }
@@ -399,7 +419,7 @@ fn getex(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
     let mut g = ctx.lock(args.arg(1));
     let Some(e) = g.get() else {
         drop(g);
-        ctx.hit(false);
+        ctx.hit_key(false, args.arg(1));
         ctx.out.null();
         return Ok(());
     };
@@ -413,13 +433,21 @@ fn getex(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
     let had_ttl = e.expire_at().is_some();
     let out = &mut *ctx.out;
     s.with_bytes(|b| out.bulk(b));
+    let key = args.arg(1);
     match at {
-        Some(None) => drop(g.remove()),
+        Some(None) => {
+            drop(g.remove());
+            ctx.notify(GENERIC, "del", key);
+        }
         Some(Some(t)) => {
             g.set_expire(t);
+            drop(g);
+            ctx.notify(GENERIC, "expire", key);
         }
         None if flags & OPT_PERSIST != 0 && had_ttl => {
             g.set_expire(0);
+            drop(g);
+            ctx.notify(GENERIC, "persist", key);
         }
         None => {}
     }
@@ -436,7 +464,7 @@ fn mget(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
     ctx.out.array(keys.len());
     for k in keys.iter() {
         let found = g.get(db, k);
-        ctx.hit(found.is_some());
+        ctx.hit_key(found.is_some(), k);
         // MGET answers nil for keys of other types.
         match found.map(|e| as_string(&e.value)) {
             Some(Ok(s)) => {
@@ -473,6 +501,7 @@ fn mset_generic(ctx: &mut Ctx<'_>, args: Args<'_>, nx: bool) -> CmdResult {
         if let Some(e) = g.insert(db, k, v, 0) {
             old.push(e);
         }
+        ctx.notify(STRING, "set", k);
     }
     drop(g);
     drop(old);
@@ -508,12 +537,13 @@ fn append(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
         Some(e) => {
             let s = as_string_mut(&mut e.value)?;
             check_string_length(ctx, s.len() as u64, add.len() as u64)?;
-            let raw = s.make_raw();
+            let mut raw = s.make_raw();
             raw.extend_from_slice(add);
             raw.len()
         }
     };
     drop(g);
+    ctx.notify(STRING, "append", args.arg(1));
     ctx.out.int(total as i64);
     Ok(())
 }
@@ -526,7 +556,7 @@ fn strlen(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
             as_string(&e.value)?.len()
         }
         None => {
-            ctx.hit(false);
+            ctx.hit_key(false, args.arg(1));
             0
         }
     };
@@ -560,6 +590,7 @@ fn incr_decr(ctx: &mut Ctx<'_>, key: &[u8], delta: i64) -> CmdResult {
         }
     };
     drop(g);
+    ctx.notify(STRING, "incrby", key);
     ctx.out.int(new);
     Ok(())
 }
@@ -621,6 +652,8 @@ fn incrbyfloat(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
             g.insert(Value::String(RString::from_vec(text)), 0);
         }
     }
+    drop(g);
+    ctx.notify(STRING, "incrbyfloat", args.arg(1));
     Ok(())
 }
 
@@ -657,7 +690,7 @@ fn getrange(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
     let mut g = ctx.lock(args.arg(1));
     match g.get() {
         None => {
-            ctx.hit(false);
+            ctx.hit_key(false, args.arg(1));
             ctx.out.bulk(b"");
         }
         Some(e) => {
@@ -681,6 +714,7 @@ fn setrange(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
         return Err(CmdError::err("offset is out of range"));
     };
     let mut g = ctx.lock(args.arg(1));
+    let changed = !value.is_empty();
     let total = match g.get() {
         None => {
             // Setting nothing on a missing key creates nothing.
@@ -689,11 +723,9 @@ fn setrange(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
             } else {
                 check_string_length(ctx, offset as u64, value.len() as u64)?;
                 let end = offset + value.len();
-                let mut s = RString::from_bytes(b"");
-                let raw = s.make_raw();
-                raw.resize(end, 0);
+                let mut raw = vec![0; end];
                 raw[offset..end].copy_from_slice(value);
-                g.insert(Value::String(s), 0);
+                g.insert(Value::String(RString::raw_from_vec(raw)), 0);
                 end
             }
         }
@@ -704,7 +736,7 @@ fn setrange(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
             } else {
                 check_string_length(ctx, offset as u64, value.len() as u64)?;
                 let end = offset + value.len();
-                let raw = s.make_raw();
+                let mut raw = s.make_raw();
                 if raw.len() < end {
                     raw.resize(end, 0);
                 }
@@ -714,6 +746,9 @@ fn setrange(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
         }
     };
     drop(g);
+    if changed {
+        ctx.notify(STRING, "setrange", args.arg(1));
+    }
     ctx.out.int(total as i64);
     Ok(())
 }
@@ -844,11 +879,11 @@ fn lcs(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
     let ea = g
         .get(db, ka)
         .map(|e| as_string(&e.value).map(RString::len).map_err(|_| ()));
-    ctx.hit(ea.is_some());
+    ctx.hit_key(ea.is_some(), ka);
     let eb = g
         .get(db, kb)
         .map(|e| as_string(&e.value).map(RString::len).map_err(|_| ()));
-    ctx.hit(eb.is_some());
+    ctx.hit_key(eb.is_some(), kb);
     if matches!(ea, Some(Err(()))) || matches!(eb, Some(Err(()))) {
         return Err(CmdError::err(
             "The specified keys must contain string values",

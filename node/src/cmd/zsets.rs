@@ -24,6 +24,7 @@ use crate::cmd::util::{
 };
 use crate::ctx::Ctx;
 use crate::error::{CmdError, CmdResult};
+use crate::notify::{GENERIC, ZSET};
 use crate::registry::{flags::*, CommandSpec, Group};
 
 const Z: Group = Group::SortedSet;
@@ -166,7 +167,7 @@ pub(crate) fn read<R>(
         Some(e) => Some(as_zset(&e.value)?),
         None => None,
     };
-    ctx.hit(found.is_some());
+    ctx.hit_key(found.is_some(), key);
     f(ctx, found)
 }
 
@@ -578,6 +579,9 @@ fn zadd(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
         g.remove();
     }
     drop(g);
+    if added + updated > 0 {
+        ctx.notify(ZSET, if incr { "zincr" } else { "zadd" }, key);
+    }
     if let Some(err) = failure {
         return Err(err);
     }
@@ -617,7 +621,10 @@ fn zincrby(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
         g.remove();
     }
     drop(g);
-    let (score, _) = res?;
+    let (score, r) = res?;
+    if r != AddResult::Unchanged {
+        ctx.notify(ZSET, "zincr", key);
+    }
     match score {
         Some(s) => ctx.out.double(s),
         None => ctx.out.null(),
@@ -917,12 +924,34 @@ fn build(items: &[(Vec<u8>, f64)]) -> ZSet {
     z
 }
 
-/// Replaces `dst` with `items` (deleting it when empty) under a multi-key guard.
-fn store(g: &mut storage::MultiGuard<'_>, db: usize, dst: &[u8], items: &[(Vec<u8>, f64)]) {
+/// Replaces `dst` with `items` (deleting it when empty) under a multi-key guard, with
+/// its keyspace event (`event`, or `del` when an existing key was deleted).
+fn store(
+    ctx: &Ctx<'_>,
+    g: &mut storage::MultiGuard<'_>,
+    dst: &[u8],
+    items: &[(Vec<u8>, f64)],
+    event: &str,
+) {
+    let db = ctx.db();
     if items.is_empty() {
-        g.remove(db, dst);
+        if g.remove(db, dst).is_some() {
+            ctx.notify(GENERIC, "del", dst);
+        }
     } else {
         g.insert(db, dst, Value::ZSet(Box::new(build(items))), 0);
+        ctx.notify(ZSET, event, dst);
+    }
+}
+
+/// The events of a removal from `key` (`event` when `n` members went), then `del` when
+/// the set went away.
+fn removal_events(ctx: &Ctx<'_>, key: &[u8], event: &str, n: usize, deleted: bool) {
+    if n > 0 {
+        ctx.notify(ZSET, event, key);
+        if deleted {
+            ctx.notify(GENERIC, "del", key);
+        }
     }
 }
 
@@ -937,9 +966,12 @@ fn zrangestore(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
             .into_iter()
             .map(|(m, s)| (m.to_vec(), s))
             .collect(),
-        None => Vec::new(),
+        None => {
+            ctx.hit_key(false, src);
+            Vec::new()
+        }
     };
-    store(&mut g, db, dst, &items);
+    store(ctx, &mut g, dst, &items, "zrangestore");
     drop(g);
     ctx.out.int(items.len() as i64);
     Ok(())
@@ -949,8 +981,8 @@ fn zrangestore(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
 // Removal
 
 fn zrem(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
-    let n = modify(ctx, args.arg(1), |_, z| {
-        let Some(z) = z else { return Ok(0) };
+    let (n, empty) = modify(ctx, args.arg(1), |_, z| {
+        let Some(z) = z else { return Ok((0, false)) };
         let mut n = 0i64;
         for m in args.slice(2).iter() {
             if z.remove(m).is_some() {
@@ -960,35 +992,43 @@ fn zrem(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
                 }
             }
         }
-        Ok(n)
+        Ok((n, z.is_empty()))
     })?;
+    removal_events(ctx, args.arg(1), "zrem", n as usize, empty);
     ctx.out.int(n);
     Ok(())
 }
 
-fn remrange(ctx: &mut Ctx<'_>, args: Args<'_>, sel: impl Fn(&ZSet) -> (usize, usize)) -> CmdResult {
-    let n = modify(ctx, args.arg(1), |_, z| {
-        let Some(z) = z else { return Ok(0) };
+fn remrange(
+    ctx: &mut Ctx<'_>,
+    args: Args<'_>,
+    event: &str,
+    sel: impl Fn(&ZSet) -> (usize, usize),
+) -> CmdResult {
+    let (n, empty) = modify(ctx, args.arg(1), |_, z| {
+        let Some(z) = z else { return Ok((0, false)) };
         let (a, b) = sel(z);
-        Ok(z.remove_range(a, b).len())
+        let n = z.remove_range(a, b).len();
+        Ok((n, z.is_empty()))
     })?;
+    removal_events(ctx, args.arg(1), event, n, empty);
     ctx.out.int(n as i64);
     Ok(())
 }
 
 fn zremrangebyrank(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
     let (s, e) = (parse_i64(args.arg(2))?, parse_i64(args.arg(3))?);
-    remrange(ctx, args, |z| rank_range(s, e, z.len()))
+    remrange(ctx, args, "zremrangebyrank", |z| rank_range(s, e, z.len()))
 }
 
 fn zremrangebyscore(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
     let r = parse_score_range(args.arg(2), args.arg(3))?;
-    remrange(ctx, args, |z| r.ranks(z))
+    remrange(ctx, args, "zremrangebyscore", |z| r.ranks(z))
 }
 
 fn zremrangebylex(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
     let r = parse_lex_range(args.arg(2), args.arg(3))?;
-    remrange(ctx, args, |z| r.ranks(z))
+    remrange(ctx, args, "zremrangebylex", |z| r.ranks(z))
 }
 
 fn pop_generic(ctx: &mut Ctx<'_>, args: Args<'_>, max: bool) -> CmdResult {
@@ -1006,8 +1046,10 @@ fn pop_generic(ctx: &mut Ctx<'_>, args: Args<'_>, max: bool) -> CmdResult {
         None => None,
     };
     let nested = resp3(ctx) && count.is_some();
-    let items = modify(ctx, args.arg(1), |_, z| {
-        let Some(z) = z else { return Ok(Vec::new()) };
+    let (items, empty) = modify(ctx, args.arg(1), |_, z| {
+        let Some(z) = z else {
+            return Ok((Vec::new(), false));
+        };
         let n = count.unwrap_or(1).min(z.len());
         let len = z.len();
         let mut items = if max {
@@ -1018,8 +1060,10 @@ fn pop_generic(ctx: &mut Ctx<'_>, args: Args<'_>, max: bool) -> CmdResult {
         if max {
             items.reverse();
         }
-        Ok(items)
+        Ok((items, z.is_empty()))
     })?;
+    let event = if max { "zpopmax" } else { "zpopmin" };
+    removal_events(ctx, args.arg(1), event, items.len(), empty);
     ctx.out
         .array(if nested { items.len() } else { items.len() * 2 });
     for (s, m) in &items {
@@ -1233,10 +1277,19 @@ fn setop_generic(
     let mut g = ctx.lock_keys(lock.iter().copied());
     // Type checks come before option parsing, as in Redis.
     for k in &keys {
-        if let Some(e) = g.get(db, k) {
-            if !matches!(e.value, Value::ZSet(_) | Value::Set(_)) {
-                return Err(CmdError::WrongType);
+        let found = match g.get(db, k) {
+            Some(e) => {
+                if !matches!(e.value, Value::ZSet(_) | Value::Set(_)) {
+                    return Err(CmdError::WrongType);
+                }
+                true
             }
+            None => false,
+        };
+        if dst.is_none() {
+            ctx.hit_key(found, k);
+        } else if !found {
+            ctx.keymiss(k);
         }
     }
     let mut weights = vec![1.0f64; setnum];
@@ -1370,7 +1423,12 @@ fn setop_generic(
         return Ok(());
     }
     if let Some(d) = dst {
-        store(&mut g, db, d, &result);
+        let event = match op {
+            SetOp::Union => "zunionstore",
+            SetOp::Inter => "zinterstore",
+            SetOp::Diff => "zdiffstore",
+        };
+        store(ctx, &mut g, d, &result, event);
         drop(g);
         ctx.out.int(result.len() as i64);
         return Ok(());
@@ -1477,10 +1535,13 @@ fn zmpop_generic(ctx: &mut Ctx<'_>, args: Args<'_>, at: usize) -> Result<Vec<Vec
         if max {
             items.reverse();
         }
-        if z.is_empty() {
+        let empty = z.is_empty();
+        if empty {
             g.remove(db, k);
         }
         drop(g);
+        let event = if max { "zpopmax" } else { "zpopmin" };
+        removal_events(ctx, k, event, items.len(), empty);
         ctx.out.array(2);
         ctx.out.bulk(k);
         ctx.out.array(items.len());
@@ -1519,6 +1580,8 @@ fn bzpop_generic(ctx: &mut Ctx<'_>, args: Args<'_>, max: bool) -> CmdResult {
         };
         let removed = if z.is_empty() { g.remove(db, k) } else { None };
         drop(g);
+        let event = if max { "zpopmax" } else { "zpopmin" };
+        removal_events(ctx, k, event, 1, removed.is_some());
         drop(removed);
         let Some((score, member)) = items.pop() else {
             return Err(CmdError::err("internal error: empty pop"));

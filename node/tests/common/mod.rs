@@ -11,6 +11,23 @@ pub struct Ember {
     /// Its TCP port on 127.0.0.1.
     pub port: u16,
     child: Child,
+    /// Its working directory (where `dump.rdb` goes); removed on drop when `own_dir`.
+    pub dir: std::path::PathBuf,
+    own_dir: bool,
+}
+
+/// A fresh empty directory under the system temp dir.
+pub fn temp_dir(tag: &str) -> std::path::PathBuf {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static N: AtomicU64 = AtomicU64::new(0);
+    let d = std::env::temp_dir().join(format!(
+        "ember-test-{tag}-{}-{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed)
+    ));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).expect("temp dir");
+    d
 }
 
 /// A port nobody listens on right now.
@@ -30,6 +47,18 @@ impl Ember {
     /// Starts ember with a config file (which comes first on the command line, as with
     /// redis-server), then the test's port and bind, then `extra` flags.
     pub fn start_with_config(config: Option<&std::path::Path>, extra: &[&str]) -> Ember {
+        let mut e = Ember::start_in(&temp_dir("srv"), config, extra);
+        e.own_dir = true;
+        e
+    }
+
+    /// Starts ember with `dir` as its working directory (it loads and saves `dump.rdb`
+    /// there); the directory is kept on drop.
+    pub fn start_in(
+        dir: &std::path::Path,
+        config: Option<&std::path::Path>,
+        extra: &[&str],
+    ) -> Ember {
         // Another test may take the same free port between our probe and ember's bind: then
         // our ember exits (or the port answers with someone else's pid) and we try again.
         for _ in 0..10 {
@@ -45,11 +74,17 @@ impl Ember {
                     "warning",
                 ])
                 .args(extra)
+                .current_dir(dir)
                 .stdout(Stdio::null())
                 .stderr(Stdio::inherit())
                 .spawn()
                 .expect("spawn ember");
-            let mut e = Ember { port, child };
+            let mut e = Ember {
+                port,
+                child,
+                dir: dir.to_path_buf(),
+                own_dir: false,
+            };
             if e.wait_ready() {
                 return e;
             }
@@ -137,6 +172,9 @@ impl Drop for Ember {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+        if self.own_dir {
+            let _ = std::fs::remove_dir_all(&self.dir);
+        }
     }
 }
 
