@@ -159,6 +159,16 @@ STREAMS = [
     ("XGROUP", "DELCONSUMER", "x", "g", "c"), ("XGROUP", "DELCONSUMER", "x", "g", "c"),
     ("XGROUP", "DESTROY", "x", "g"), ("XGROUP", "DESTROY", "x", "g"), ("XSETID", "x", "9-9"),
     ("XLEN", "nope"), ("XRANGE", "nope", "-", "+"),
+    # Consumers created on the fly, and XREAD's lookups of missing streams.
+    ("XADD", "s2", "1-1", "f", "v"), ("XADD", "s2", "2-1", "f", "v"),
+    ("XGROUP", "CREATE", "s2", "g2", "0"),
+    ("XREADGROUP", "GROUP", "g2", "alice", "COUNT", "1", "STREAMS", "s2", ">"),
+    ("XREADGROUP", "GROUP", "g2", "alice", "STREAMS", "s2", ">"),
+    ("XREADGROUP", "GROUP", "g2", "bob", "STREAMS", "s2", ">"),
+    ("XREADGROUP", "GROUP", "g2", "bob2", "STREAMS", "s2", "0"),
+    ("XCLAIM", "s2", "g2", "carol", "0", "1-1"), ("XCLAIM", "s2", "g2", "erin", "0", "9-9"),
+    ("XAUTOCLAIM", "s2", "g2", "dave", "0", "0"),
+    ("XREAD", "STREAMS", "nope", "s2", "0", "0"), ("XREAD", "STREAMS", "nope", "0"),
 ]
 
 MISC = [
@@ -176,6 +186,8 @@ MISC = [
     ("GEOSEARCHSTORE", "gs", "nope", "FROMLONLAT", "0", "0", "BYRADIUS", "1", "km"),
     ("GEOPOS", "nope", "a"), ("RPUSH", "l", "3", "1", "2"), ("SORT", "l", "STORE", "ls"),
     ("SORT", "nope", "STORE", "ls"), ("SORT", "nope", "STORE", "ls"), ("SORT", "nope"),
+    ("SET", "w_1", "5"), ("SORT", "l", "BY", "w_*", "GET", "o_*", "GET", "#"),
+    ("SORT", "l", "BY", "nosort", "GET", "w_*", "STORE", "ls2"),
 ]
 
 

@@ -104,8 +104,15 @@ fn reads_keys(pattern: &[u8]) -> bool {
 
 /// Redis's `lookupKeyByPattern`: `#` is the element itself; otherwise the first `*` is
 /// replaced by the element and a `->field` suffix after it reads a hash field. `None`
-/// when the pattern has no `*`, or the key is missing or of the wrong type.
-fn lookup(g: &mut MultiGuard<'_>, db: usize, pattern: &[u8], elem: &[u8]) -> Option<Vec<u8>> {
+/// when the pattern has no `*`, or the key is missing or of the wrong type. Each key read
+/// is counted in `seen` (keyspace hits and misses, `keymiss` events).
+fn lookup(
+    g: &mut MultiGuard<'_>,
+    db: usize,
+    pattern: &[u8],
+    elem: &[u8],
+    seen: &mut Lookups,
+) -> Option<Vec<u8>> {
     let c = cstr(pattern);
     if c == b"#" {
         return Some(elem.to_vec());
@@ -122,11 +129,35 @@ fn lookup(g: &mut MultiGuard<'_>, db: usize, pattern: &[u8], elem: &[u8]) -> Opt
     key.extend_from_slice(&pattern[..star]);
     key.extend_from_slice(elem);
     key.extend_from_slice(&pattern[star + 1..key_end]);
-    let entry = g.get(db, &key)?;
+    let Some(entry) = g.get(db, &key) else {
+        seen.misses.push(key);
+        return None;
+    };
+    seen.hits += 1;
     match (field, &entry.value) {
         (Some(f), Value::Hash(h)) => h.get(&pattern[f + 2..]).map(<[u8]>::to_vec),
         (None, Value::String(s)) => Some(s.to_vec()),
         _ => None,
+    }
+}
+
+/// The keys SORT's BY and GET patterns read: found ones counted, missing ones kept for
+/// their `keymiss` events (published once the shard locks are released).
+#[derive(Default)]
+struct Lookups {
+    hits: u64,
+    misses: Vec<Vec<u8>>,
+}
+
+impl Lookups {
+    /// Counts the lookups and publishes the misses.
+    fn report(&mut self, ctx: &Ctx<'_>) {
+        for _ in 0..std::mem::take(&mut self.hits) {
+            ctx.hit(true);
+        }
+        for k in std::mem::take(&mut self.misses) {
+            ctx.hit_key(false, &k);
+        }
     }
 }
 
@@ -407,11 +438,12 @@ fn sort_generic(ctx: &mut Ctx<'_>, args: Args<'_>, readonly: bool) -> CmdResult 
         }
     }
 
+    let mut seen = Lookups::default();
     let mut conversion_error = false;
     if !dontsort {
         for it in vector.iter_mut() {
             let byval = match sortby {
-                Some(p) => match lookup(&mut g, db, p, &it.obj) {
+                Some(p) => match lookup(&mut g, db, p, &it.obj, &mut seen) {
                     Some(v) => v,
                     None => continue,
                 },
@@ -457,6 +489,8 @@ fn sort_generic(ctx: &mut Ctx<'_>, args: Args<'_>, readonly: bool) -> CmdResult 
     }
 
     if conversion_error {
+        drop(g);
+        seen.report(ctx);
         return Err(CmdError::err(
             "One or more scores can't be converted into double",
         ));
@@ -476,10 +510,11 @@ fn sort_generic(ctx: &mut Ctx<'_>, args: Args<'_>, readonly: bool) -> CmdResult 
                     out.push(Some(it.obj.clone()));
                 }
                 for p in &gets {
-                    out.push(lookup(&mut g, db, p, &it.obj));
+                    out.push(lookup(&mut g, db, p, &it.obj, &mut seen));
                 }
             }
             drop(g);
+            seen.report(ctx);
             ctx.out.array(out.len());
             for v in &out {
                 match v {
@@ -495,10 +530,11 @@ fn sort_generic(ctx: &mut Ctx<'_>, args: Args<'_>, readonly: bool) -> CmdResult 
                     list.push_back(&it.obj);
                 }
                 for p in &gets {
-                    let v = lookup(&mut g, db, p, &it.obj);
+                    let v = lookup(&mut g, db, p, &it.obj, &mut seen);
                     list.push_back(v.as_deref().unwrap_or(b""));
                 }
             }
+            seen.report(ctx);
             if outputlen > 0 {
                 g.insert(db, dst, Value::List(Box::new(list)), 0);
                 ctx.notify(crate::notify::LIST, "sortstore", dst);

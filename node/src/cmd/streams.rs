@@ -737,6 +737,9 @@ fn xread_generic(ctx: &mut Ctx<'_>, args: Args<'_>, group_mode: bool) -> CmdResu
     // Resolve ids (and `$`) and check types and groups, stream by stream, as Redis.
     let mut plan = Vec::with_capacity(streams_count);
     let mut dollar_ids: Vec<Option<StreamId>> = Vec::with_capacity(streams_count);
+    // Streams that do not exist: Redis looks each up twice (resolving ids, then serving),
+    // so each gets two `keymiss` events.
+    let mut missing: Vec<&[u8]> = Vec::new();
     for (k, key) in keys.iter().enumerate() {
         let idarg = args.arg(streams_arg + streams_count + k);
         let s = match g.get(db, key) {
@@ -785,6 +788,9 @@ fn xread_generic(ctx: &mut Ctx<'_>, args: Args<'_>, group_mode: bool) -> CmdResu
             Some(parse_strict_id(idarg)?)
         };
         dollar_ids.push(dollar);
+        if s.is_none() {
+            missing.push(key);
+        }
         let serve = match (s, gt) {
             (None, _) => Serve::Nothing,
             (Some(_), Some(id)) if group_mode => Serve::History(id),
@@ -811,6 +817,8 @@ fn xread_generic(ctx: &mut Ctx<'_>, args: Args<'_>, group_mode: bool) -> CmdResu
         plan.push(serve);
     }
 
+    // Consumers created by serving (as Redis 7.0: only where something is served).
+    let mut created: Vec<&[u8]> = Vec::new();
     let served = plan.iter().filter(|p| !matches!(p, Serve::Nothing)).count();
     if served > 0 {
         let resp3 = ctx.out.protocol() == Protocol::Resp3;
@@ -833,6 +841,14 @@ fn xread_generic(ctx: &mut Ctx<'_>, args: Args<'_>, group_mode: bool) -> CmdResu
                 continue;
             };
             let s = as_stream_mut(&mut e.value)?;
+            if let Some((gname, cname)) = group {
+                if s.groups
+                    .get(gname)
+                    .is_some_and(|g| !g.consumers.contains_key(cname))
+                {
+                    created.push(key);
+                }
+            }
             match (*p, group) {
                 (Serve::After(after), None) => {
                     let start = after.next().unwrap_or(StreamId::MAX);
@@ -849,10 +865,12 @@ fn xread_generic(ctx: &mut Ctx<'_>, args: Args<'_>, group_mode: bool) -> CmdResu
             }
         }
         drop(g);
+        report_lookups(ctx, &missing, &created);
         ctx.hit(true);
         return Ok(());
     }
     drop(g);
+    report_lookups(ctx, &missing, &created);
     ctx.hit(false);
     let Some(ms) = timeout else {
         ctx.out.null_array();
@@ -879,6 +897,20 @@ fn xread_generic(ctx: &mut Ctx<'_>, args: Args<'_>, group_mode: bool) -> CmdResu
         serve_errors: group_mode,
     });
     Ok(())
+}
+
+/// XREAD/XREADGROUP's events in Redis's order: per stream key, the misses of its two
+/// lookups, then the consumers created.
+fn report_lookups(ctx: &Ctx<'_>, missing: &[&[u8]], created: &[&[u8]]) {
+    for key in missing {
+        ctx.keymiss(key);
+    }
+    for key in missing {
+        ctx.keymiss(key);
+    }
+    for key in created {
+        ctx.notify(STREAM, "xgroup-createconsumer", key);
+    }
 }
 
 /// Delivers entries after `after` to consumer `cname` of group `gname` (Redis's
@@ -1239,6 +1271,7 @@ fn xclaim(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
     let Some(mut grp) = s.groups.remove(gname) else {
         return Err(no_group_err(key, gname));
     };
+    let had_consumer = grp.consumers.contains_key(cname);
     if last_id > grp.last_id {
         grp.last_id = last_id;
     }
@@ -1284,8 +1317,12 @@ fn xclaim(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
             out.null();
         }
     }
+    let created = !had_consumer && grp.consumers.contains_key(cname);
     s.groups.insert(gname.to_vec(), grp);
     drop(g);
+    if created {
+        ctx.notify(STREAM, "xgroup-createconsumer", key);
+    }
     Ok(())
 }
 
@@ -1324,6 +1361,7 @@ fn xautoclaim(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
     let Some(mut grp) = s.groups.remove(gname) else {
         return Err(no_group_err(key, gname));
     };
+    let had_consumer = grp.consumers.contains_key(cname);
     let mut attempts = count.saturating_mul(10);
     let mut claimed = Vec::new();
     let mut deleted = Vec::new();
@@ -1374,8 +1412,12 @@ fn xautoclaim(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
     for id in deleted {
         reply_id(out, id);
     }
+    let created = !had_consumer && grp.consumers.contains_key(cname);
     s.groups.insert(gname.to_vec(), grp);
     drop(g);
+    if created {
+        ctx.notify(STREAM, "xgroup-createconsumer", key);
+    }
     Ok(())
 }
 

@@ -4,18 +4,19 @@
 //! Differences from the C libraries: cjson's configuration functions
 //! (`encode_keep_buffer`, `encode_max_depth`, ...) are accepted and ignored, and decode
 //! error texts are close to but not always exactly lua-cjson's. `cmsgpack` offers
-//! `pack`/`unpack` (lua-cmsgpack's encoding rules); `struct` is not provided.
+//! `pack`/`unpack` (lua-cmsgpack's encoding rules). `struct` is in [`super::structlib`].
 
 use mlua::{LightUserData, Lua, MultiValue, Table, Value, Variadic};
 
 /// Nesting limit of cjson encode/decode (lua-cjson's default 1000).
 const MAX_DEPTH: usize = 1000;
 
-/// Registers `cjson` and `bit` in `globals`.
+/// Registers `cjson`, `bit`, `cmsgpack` and `struct` in `globals`.
 pub fn register(lua: &Lua, globals: &Table) -> mlua::Result<()> {
     globals.raw_set("cjson", cjson(lua)?)?;
     globals.raw_set("bit", bit(lua)?)?;
     globals.raw_set("cmsgpack", cmsgpack(lua)?)?;
+    globals.raw_set("struct", super::structlib::table(lua)?)?;
     Ok(())
 }
 

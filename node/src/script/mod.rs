@@ -13,6 +13,7 @@
 
 pub mod conv;
 pub mod libs;
+pub mod structlib;
 
 use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap};
@@ -162,7 +163,7 @@ local allowed = {"xpcall", "tostring", "setmetatable", "next", "assert", "tonumb
   "rawequal", "collectgarbage", "getmetatable", "type", "select", "unpack", "gcinfo",
   "pairs", "rawget", "ipairs", "_VERSION", "error", "newproxy"}
 for _, k in ipairs(allowed) do rawset(L, k, G[k]) end
-for _, k in ipairs({"string", "math", "table", "coroutine", "cjson", "bit", "cmsgpack"}) do
+for _, k in ipairs({"string", "math", "table", "coroutine", "cjson", "bit", "cmsgpack", "struct"}) do
   if G[k] ~= nil then rawset(L, k, protect(G[k])) end
 end
 rawset(L, "redis", protect(R))
