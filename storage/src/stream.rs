@@ -9,18 +9,22 @@
 //! starts when the tail one holds 100 entries (live or deleted) or its estimated listpack
 //! size would reach 4096 bytes.
 //!
-//! A block stores its ids (16 bytes each), a 4-byte offset per entry and one byte buffer
-//! with each entry as a flags byte and its length-prefixed items; as in Redis's listpacks,
-//! an entry whose field names equal the block's master entry stores only its values. An
-//! entry thus costs about `21 + sum(len + 1)` bytes over its values (measured: ~40 bytes
-//! for `sensor temperature value 123`, Redis 7 ~27); a block adds its map node and master
-//! field names, amortised over up to 100 entries.
+//! A block stores a 4-byte offset per entry and one byte buffer with each entry as a flags
+//! byte, its id as two varints (milliseconds after the block's first id, then the
+//! sequence: usually 2 bytes) and its length-prefixed items; as in Redis's listpacks, an
+//! entry whose field names equal the block's master entry stores only its values. Finding
+//! an id in a block is a binary search that decodes the probed ids. An entry thus costs
+//! about `7 + sum(len + 1)` bytes over its values (Redis 7's listpack entry is of the same
+//! order); a block adds its map node and master field names, amortised over up to 100
+//! entries.
 //!
 //! Consumer groups keep Redis's structure: the group's pending entries list (PEL) maps an
 //! id to its owner and delivery data; each consumer keeps the set of ids it owns.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
+
+use crate::rdb::packed::backlen_size;
 
 /// Most entries (live or deleted) in one block (Redis's `stream-node-max-entries`).
 pub const NODE_MAX_ENTRIES: usize = 100;
@@ -226,28 +230,18 @@ fn lp_int_size(v: i64) -> usize {
     enc + 1
 }
 
-fn backlen_size(l: usize) -> usize {
-    match l {
-        0..=127 => 1,
-        128..=16383 => 2,
-        16384..=2097151 => 3,
-        2097152..=268435455 => 4,
-        _ => 5,
-    }
-}
-
 fn lp_u64_size(v: u64) -> usize {
     i64::try_from(v).map_or(10, lp_int_size)
 }
 
-/// A block of entries (Redis's listpack node): ids, offsets into one byte buffer holding
-/// each entry as a flags byte then its items (values only when the field names are the
-/// master's).
+/// A block of entries (Redis's listpack node): offsets into one byte buffer holding each
+/// entry as a flags byte, its id as varint deltas from the block's first id (ms) and its
+/// sequence, then its items (values only when the field names are the master's).
 #[derive(Clone, Debug, Default)]
 struct Block {
-    /// Entry ids, ascending (deleted ones included).
-    ids: Vec<StreamId>,
-    /// Start of each entry in `data`.
+    /// Id of the block's first entry (its key in the stream's map).
+    base: StreamId,
+    /// Start of each entry in `data`, ascending by id (deleted ones included).
     offs: Vec<u32>,
     /// Encoded entries.
     data: Vec<u8>,
@@ -260,8 +254,45 @@ struct Block {
 }
 
 impl Block {
+    /// Entries held, deleted ones included.
+    fn len(&self) -> usize {
+        self.offs.len()
+    }
+
+    /// The id of entry `i` and where its body starts in `data`.
+    fn id_at(&self, i: usize) -> (StreamId, usize) {
+        let o = self.offs[i] as usize + 1;
+        let rest = self.data.get(o..).unwrap_or(&[]);
+        let (dms, a) = get_varint(rest).unwrap_or((0, 0));
+        let (seq, b) = get_varint(rest.get(a..).unwrap_or(&[])).unwrap_or((0, 0));
+        (
+            StreamId::new(self.base.ms.wrapping_add(dms as u64), seq as u64),
+            o + a + b,
+        )
+    }
+
+    /// The id of entry `i`.
+    fn id(&self, i: usize) -> StreamId {
+        self.id_at(i).0
+    }
+
+    /// The id of the last entry (live or deleted).
+    fn last_id(&self) -> Option<StreamId> {
+        self.len().checked_sub(1).map(|i| self.id(i))
+    }
+
+    /// Binary search for `id` among the entries (as `slice::binary_search`).
     fn find(&self, id: StreamId) -> Result<usize, usize> {
-        self.ids.binary_search(&id)
+        let (mut lo, mut hi) = (0, self.len());
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            match self.id(mid).cmp(&id) {
+                std::cmp::Ordering::Less => lo = mid + 1,
+                std::cmp::Ordering::Greater => hi = mid,
+                std::cmp::Ordering::Equal => return Ok(mid),
+            }
+        }
+        Err(lo)
     }
 
     fn flags(&self, i: usize) -> u8 {
@@ -281,7 +312,7 @@ impl Block {
         if flags & FLAG_DELETED != 0 {
             return None;
         }
-        let start = self.offs[i] as usize + 1;
+        let start = self.id_at(i).1;
         let end = self
             .offs
             .get(i + 1)
@@ -307,8 +338,7 @@ impl Block {
     }
 
     fn heap(&self) -> usize {
-        self.ids.capacity() * 16
-            + self.offs.capacity() * 4
+        self.offs.capacity() * 4
             + self.data.capacity()
             + self.master.iter().map(|m| m.len() + 16).sum::<usize>()
             + 96
@@ -463,16 +493,13 @@ impl Stream {
     /// Id of the first live entry.
     pub fn first_id(&self) -> Option<StreamId> {
         let b = self.blocks.values().next()?;
-        (0..b.ids.len()).find(|&i| b.is_live(i)).map(|i| b.ids[i])
+        (0..b.len()).find(|&i| b.is_live(i)).map(|i| b.id(i))
     }
 
     /// Id of the last live entry.
     pub fn last_entry_id(&self) -> Option<StreamId> {
         let b = self.blocks.values().next_back()?;
-        (0..b.ids.len())
-            .rev()
-            .find(|&i| b.is_live(i))
-            .map(|i| b.ids[i])
+        (0..b.len()).rev().find(|&i| b.is_live(i)).map(|i| b.id(i))
     }
 
     /// The stream's blocks in id order, as (first id, master field names, live entries):
@@ -481,8 +508,8 @@ impl Stream {
         self.blocks.iter().map(|(&key, b)| StreamNode {
             key,
             master: &b.master,
-            entries: (0..b.ids.len())
-                .filter_map(|i| b.fields(i).map(|f| (b.ids[i], f)))
+            entries: (0..b.len())
+                .filter_map(|i| b.fields(i).map(|f| (b.id(i), f)))
                 .collect(),
         })
     }
@@ -506,15 +533,15 @@ impl Stream {
         let fields: Vec<&[u8]> = items.iter().step_by(2).copied().collect();
         let need_new = match self.blocks.values().next_back() {
             None => true,
-            Some(b) => b.lp_bytes + totelelen >= NODE_MAX_BYTES || b.ids.len() >= NODE_MAX_ENTRIES,
+            Some(b) => b.lp_bytes + totelelen >= NODE_MAX_BYTES || b.len() >= NODE_MAX_ENTRIES,
         };
         if need_new {
             if let Some(tail) = self.blocks.values_mut().next_back() {
-                tail.ids.shrink_to_fit();
                 tail.offs.shrink_to_fit();
                 tail.data.shrink_to_fit();
             }
             let mut b = Block {
+                base: id,
                 master: fields.iter().map(|f| Box::<[u8]>::from(*f)).collect(),
                 ..Block::default()
             };
@@ -545,16 +572,17 @@ impl Stream {
             .map(|v| lp_elem_size(v))
             .sum::<usize>();
         b.lp_bytes += lp;
-        b.ids.push(id);
         b.offs.push(u32::try_from(b.data.len()).unwrap_or(u32::MAX));
+        let flags = if same { FLAG_SAMEFIELDS } else { 0 };
+        b.data.push(flags);
+        put_varint(&mut b.data, (id.ms - b.base.ms) as usize);
+        put_varint(&mut b.data, id.seq as usize);
         if same {
-            b.data.push(FLAG_SAMEFIELDS);
             for v in items.iter().skip(1).step_by(2) {
                 put_varint(&mut b.data, v.len());
                 b.data.extend_from_slice(v);
             }
         } else {
-            b.data.push(0);
             put_varint(&mut b.data, items.len());
             for it in items {
                 put_varint(&mut b.data, it.len());
@@ -608,8 +636,8 @@ impl Stream {
         let blocks = self.blocks.range(first_key..=end);
         if rev {
             for (_, b) in blocks.rev() {
-                for i in (0..b.ids.len()).rev() {
-                    let id = b.ids[i];
+                for i in (0..b.len()).rev() {
+                    let id = b.id(i);
                     if id > end {
                         continue;
                     }
@@ -624,8 +652,8 @@ impl Stream {
         } else {
             for (_, b) in blocks {
                 let from = b.find(start).unwrap_or_else(|i| i);
-                for i in from..b.ids.len() {
-                    let id = b.ids[i];
+                for i in from..b.len() {
+                    let id = b.id(i);
                     if id > end || out.len() >= limit {
                         return out;
                     }
@@ -657,7 +685,7 @@ impl Stream {
             }
             let remove_node = match how {
                 Trim::MaxLen(m) => (self.len - entries) as u64 >= m,
-                Trim::MinId(min) => b.ids.last().is_some_and(|&l| l < min),
+                Trim::MinId(min) => b.last_id().is_some_and(|l| l < min),
             };
             if remove_node {
                 self.blocks.remove(&key);
@@ -668,13 +696,13 @@ impl Stream {
             if approx {
                 break;
             }
-            for i in 0..b.ids.len() {
+            for i in 0..b.len() {
                 if !b.is_live(i) {
                     continue;
                 }
                 let stop = match how {
                     Trim::MaxLen(m) => self.len as u64 <= m,
-                    Trim::MinId(min) => b.ids[i] >= min,
+                    Trim::MinId(min) => b.id(i) >= min,
                 };
                 if stop {
                     break;

@@ -152,7 +152,9 @@ impl ListpackWriter {
     }
 }
 
-fn backlen_size(l: usize) -> usize {
+/// Bytes of a listpack entry's back-length field for an entry of `l` bytes (Redis's
+/// `lpEncodeBacklen`).
+pub(crate) fn backlen_size(l: usize) -> usize {
     match l {
         0..=127 => 1,
         128..=16382 => 2,

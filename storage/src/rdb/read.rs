@@ -365,12 +365,20 @@ fn read_value<R: Read>(src: &mut Src<R>, t: u8) -> Result<Option<Value>> {
         ty::STREAM_LISTPACKS | ty::STREAM_LISTPACKS_2 | ty::STREAM_LISTPACKS_3 => {
             Value::Stream(Box::new(read_stream(src, t)?))
         }
+        ty::EMBER_VECTOR_SET => {
+            let b = src.string()?;
+            match vector::VectorIndex::from_bytes(&b) {
+                Ok(i) => Value::VectorSet(crate::vset::VectorSet::new(i)),
+                Err(e) => return src.corrupt(e.to_string()),
+            }
+        }
         ty::HASH_ZIPMAP => return src.corrupt("zipmap hashes (Redis < 2.6) are not supported"),
         ty::MODULE_PRE_GA | ty::MODULE_2 => return src.corrupt("module values are not supported"),
         _ => return src.corrupt(format!("unknown value type {t}")),
     };
     let empty = match &v {
         Value::String(_) | Value::Stream(_) => false,
+        Value::VectorSet(v) => v.is_empty(),
         Value::List(l) => l.is_empty(),
         Value::Hash(h) => h.is_empty(),
         Value::Set(s) => s.is_empty(),
@@ -666,27 +674,26 @@ pub enum PayloadError {
     BadData,
 }
 
+/// The body of a DUMP-style payload (`body, version u16 LE, CRC64 LE`) once its version
+/// and checksum are checked; `None` when either is wrong or the payload is too short.
+fn payload_body(p: &[u8]) -> Option<Src<&[u8]>> {
+    let body_len = p.len().checked_sub(10)?;
+    let version = u16::from_le_bytes([p[body_len], p[body_len + 1]]);
+    let crc = u64::from_le_bytes(p[body_len + 2..].try_into().ok()?);
+    if version > MAX_READ_VERSION || CRC64.checksum(&p[..body_len + 2]) != crc {
+        return None;
+    }
+    Some(Src {
+        r: &p[..body_len],
+        pos: 0,
+        digest: CRC64.digest(),
+    })
+}
+
 /// Decodes a DUMP payload (checksum and version checked first); `Ok(None)` for an empty
 /// collection.
 pub fn restore_payload(p: &[u8]) -> std::result::Result<Option<Value>, PayloadError> {
-    if p.len() < 10 {
-        return Err(PayloadError::VersionOrChecksum);
-    }
-    let (body, footer) = p.split_at(p.len() - 10);
-    let version = u16::from_le_bytes([footer[0], footer[1]]);
-    let crc = u64::from_le_bytes(
-        footer[2..10]
-            .try_into()
-            .map_err(|_| PayloadError::BadData)?,
-    );
-    if version > MAX_READ_VERSION || CRC64.checksum(&p[..p.len() - 8]) != crc {
-        return Err(PayloadError::VersionOrChecksum);
-    }
-    let mut src = Src {
-        r: body,
-        pos: 0,
-        digest: CRC64.digest(),
-    };
+    let mut src = payload_body(p).ok_or(PayloadError::VersionOrChecksum)?;
     let t = src.byte().map_err(|_| PayloadError::BadData)?;
     let v = read_value(&mut src, t).map_err(|_| PayloadError::BadData)?;
     if src.r.is_empty() {
@@ -709,24 +716,7 @@ pub enum FunctionPayloadError {
 
 /// The library sources in a FUNCTION DUMP payload.
 pub fn functions_from_payload(p: &[u8]) -> std::result::Result<Vec<Vec<u8>>, FunctionPayloadError> {
-    if p.len() < 10 {
-        return Err(FunctionPayloadError::VersionOrChecksum);
-    }
-    let (body, footer) = p.split_at(p.len() - 10);
-    let version = u16::from_le_bytes([footer[0], footer[1]]);
-    let crc = u64::from_le_bytes(
-        footer[2..10]
-            .try_into()
-            .map_err(|_| FunctionPayloadError::BadData)?,
-    );
-    if version > MAX_READ_VERSION || CRC64.checksum(&p[..p.len() - 8]) != crc {
-        return Err(FunctionPayloadError::VersionOrChecksum);
-    }
-    let mut src = Src {
-        r: body,
-        pos: 0,
-        digest: CRC64.digest(),
-    };
+    let mut src = payload_body(p).ok_or(FunctionPayloadError::VersionOrChecksum)?;
     let mut out = Vec::new();
     while !src.r.is_empty() {
         let t = src.byte().map_err(|_| FunctionPayloadError::BadData)?;
