@@ -17,6 +17,8 @@ if [ ${#need_apt[@]} -gt 0 ]; then
 fi
 
 # rq: the job-queue library of the end-to-end test (tests/python/test_jobqueue.py).
-if ! python3 -c 'import redis, pytest, rq' >/dev/null 2>&1; then
-    python3 -m pip install -q --disable-pip-version-check redis pytest rq 2>&1 | grep -v 'Running pip as the' || true
+# redis-py >= 6 has the vector-set helpers r.vset() (tests/python/test_vector.py); numpy and
+# usearch are for benches/vector.py (the in-process library it compares against).
+if ! python3 -c 'import redis, pytest, rq, numpy, usearch; from redis.commands.vectorset import VectorSetCommands' >/dev/null 2>&1; then
+    python3 -m pip install -q --upgrade --disable-pip-version-check redis pytest rq numpy usearch 2>&1 | grep -v 'Running pip as the' || true
 fi

@@ -42,8 +42,6 @@ struct Directive {
 
 const LOGLEVELS: &[&str] = &["debug", "verbose", "notice", "warning", "nothing"];
 
-const NOT_YET: &str = "is not supported yet: Ember has no persistence in this version";
-
 static DIRECTIVES: &[Directive] = &[
     Directive {
         name: "port",
@@ -149,8 +147,56 @@ static DIRECTIVES: &[Directive] = &[
     },
     Directive {
         name: "appendonly",
-        kind: Kind::Only(&["no"], NOT_YET),
+        kind: Kind::Bool,
         default: "no",
+        mutable: true,
+    },
+    Directive {
+        name: "appendfsync",
+        kind: Kind::Enum(&["always", "everysec", "no"]),
+        default: "everysec",
+        mutable: true,
+    },
+    Directive {
+        name: "appendfilename",
+        kind: Kind::FileName,
+        default: "appendonly.aof",
+        mutable: false,
+    },
+    Directive {
+        name: "appenddirname",
+        kind: Kind::FileName,
+        default: "appendonlydir",
+        mutable: false,
+    },
+    Directive {
+        name: "auto-aof-rewrite-percentage",
+        kind: Kind::Int {
+            min: 0,
+            max: i32::MAX as i64,
+        },
+        default: "100",
+        mutable: true,
+    },
+    Directive {
+        name: "auto-aof-rewrite-min-size",
+        kind: Kind::Memory {
+            min: 0,
+            max: i64::MAX as u64,
+        },
+        default: "67108864",
+        mutable: true,
+    },
+    Directive {
+        name: "aof-use-rdb-preamble",
+        kind: Kind::Bool,
+        default: "yes",
+        mutable: true,
+    },
+    Directive {
+        name: "aof-load-truncated",
+        kind: Kind::Bool,
+        default: "yes",
         mutable: true,
     },
     Directive {
@@ -226,6 +272,54 @@ static DIRECTIVES: &[Directive] = &[
             max: i64::MAX as u64,
         },
         default: "512",
+        mutable: true,
+    },
+    Directive {
+        name: "maxmemory",
+        kind: Kind::Memory {
+            min: 0,
+            max: i64::MAX as u64,
+        },
+        default: "0",
+        mutable: true,
+    },
+    Directive {
+        name: "maxmemory-policy",
+        kind: Kind::Enum(crate::evict::POLICY_NAMES),
+        default: "noeviction",
+        mutable: true,
+    },
+    Directive {
+        name: "maxmemory-samples",
+        kind: Kind::Int {
+            min: 1,
+            max: i32::MAX as i64,
+        },
+        default: "5",
+        mutable: true,
+    },
+    Directive {
+        name: "maxmemory-eviction-tenacity",
+        kind: Kind::Int { min: 0, max: 100 },
+        default: "10",
+        mutable: true,
+    },
+    Directive {
+        name: "lfu-log-factor",
+        kind: Kind::Int {
+            min: 0,
+            max: i32::MAX as i64,
+        },
+        default: "10",
+        mutable: true,
+    },
+    Directive {
+        name: "lfu-decay-time",
+        kind: Kind::Int {
+            min: 0,
+            max: i32::MAX as i64,
+        },
+        default: "1",
         mutable: true,
     },
 ];
@@ -551,7 +645,13 @@ mod tests {
         assert!(msg.contains("at line 3"), "{msg}");
         assert!(msg.contains("bogus-directive 1"), "{msg}");
         assert!(c.apply_text("port notanumber").is_err());
-        assert!(c.apply_text("appendonly yes").is_err());
+        assert!(c.apply_text("appendfsync sometimes").is_err());
+        assert!(c.apply_text("appenddirname a/b").is_err());
+        c.apply_text("appendonly yes\nappendfsync always\nauto-aof-rewrite-min-size 1mb")
+            .unwrap();
+        assert!(c.get_bool("appendonly"));
+        assert_eq!(c.get("appendfsync"), "always");
+        assert_eq!(c.get_u64("auto-aof-rewrite-min-size"), 1 << 20);
         c.apply_text("maxclients 5\nrequirepass \"a b\"\nproto-max-bulk-len 2mb")
             .unwrap();
         assert_eq!(c.get("maxclients"), "5");
@@ -569,7 +669,7 @@ mod tests {
         assert!(c.set("maxclients", &argv(&["x"]), true).is_err());
         c.set("loglevel", &argv(&["WARNING"]), true).unwrap();
         assert_eq!(c.get("loglevel"), "warning");
-        let m = c.matching(b"max*");
+        let m = c.matching(b"maxc*");
         assert_eq!(m, vec![("maxclients", "10000".to_string())]);
         assert_eq!(parse_memory("1gb"), Some(1 << 30));
         assert_eq!(parse_memory("100k"), Some(100_000));

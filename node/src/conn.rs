@@ -168,6 +168,9 @@ impl Conn {
     /// limit) is dropped even if its socket never drains.
     async fn flush(&mut self, stream: &mut TcpStream) -> std::io::Result<()> {
         if !self.out.is_empty() {
+            // Commands reach the AOF (and, with appendfsync always, the disk) before any
+            // reply that could acknowledge them.
+            self.server.aof.before_reply();
             let info = self.client.info.clone();
             tokio::select! {
                 r = stream.write_all(self.out.buffer()) => r?,
@@ -398,6 +401,9 @@ async fn execute(
                     "Can't execute '{}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context",
                     reg.entry(idx).full_name
                 )))
+            } else if let Err(e) = crate::evict::admit(server, stats, client, idx, spec) {
+                WorkerStats::add(&cstat.rejected, 1);
+                Err(e)
             } else if client.multi.is_some() && !spec.has(flags::TX_CONTROL) {
                 if spec.has(flags::NO_MULTI) {
                     Err(CmdError::err("Command not allowed inside a transaction"))

@@ -135,16 +135,22 @@ impl<'a> Ctx<'a> {
 }
 
 /// Runs registry entry `idx` with `args` in `ctx` (the command's checks already done),
-/// counts it, and records the keys a successful write touched (see [`note_writes`]).
+/// counts it, records the keys a successful write touched (see [`note_writes`]) and, with
+/// the AOF on, appends what it did (see [`crate::aof`]).
 pub fn run_command(ctx: &mut Ctx<'_>, idx: usize, args: Args<'_>) -> CmdResult {
     let spec = ctx.server.registry.entry(idx).spec;
     let cstat = &ctx.stats.cmd[idx];
+    let server = ctx.server;
+    let aof = crate::aof::begin(server, &mut ctx.now, spec, ctx.out.len())?;
     let saved = std::mem::replace(&mut ctx.cmd_index, idx);
     let t0 = std::time::Instant::now();
     let r = match spec.handler {
         Some(h) => h(ctx, args),
         None => Err(CmdError::err("no handler")),
     };
+    if let Some(scope) = aof {
+        crate::aof::end(ctx, scope, idx, args, r.is_ok());
+    }
     ctx.cmd_index = saved;
     crate::notify::flush_recorded(ctx.server);
     WorkerStats::add(&cstat.calls, 1);

@@ -12,11 +12,13 @@
 //! - [`notify`]: keyspace notifications (notify-keyspace-events) published through pub/sub.
 //! - [`tracking`]: client-side caching invalidations (CLIENT TRACKING).
 //! - [`watch`]: WATCH bookkeeping; EXEC runs alone behind every worker's gate.
+//! - [`evict`]: maxmemory: used-memory gauge, eviction policies and pool, `-OOM`.
 //! - [`snapshot`]: fork-less RDB snapshots (SAVE, BGSAVE, save points, load at start-up).
 //! - [`script`]: Lua scripting (EVAL, FCALL): sandboxed Lua 5.1 engines, `redis.*`, cjson/bit/cmsgpack.
 //! - [`ctx`], [`client`], [`stats`], [`error`]: what handlers see and report.
 #![deny(missing_docs)]
 
+pub mod aof;
 pub mod blocking;
 pub mod client;
 pub mod cmd;
@@ -24,6 +26,7 @@ pub mod config;
 pub mod conn;
 pub mod ctx;
 pub mod error;
+pub mod evict;
 pub mod notify;
 pub mod pubsub;
 pub mod registry;

@@ -204,6 +204,8 @@ pub struct Server {
     pub lazyfree: LazyFree,
     /// RDB snapshots: SAVE/BGSAVE state and save points.
     pub snapshots: crate::snapshot::Snapshots,
+    /// The append-only file.
+    pub aof: crate::aof::Aof,
     /// Set when SHUTDOWN or a signal asks the node to stop.
     pub shutting_down: AtomicBool,
     /// Wakes the acceptor to shut down.
@@ -214,6 +216,8 @@ pub struct Server {
     pub notify: crate::notify::Notifier,
     /// DEBUG SET-ACTIVE-EXPIRE 0: the active expiry cycle is paused.
     pub active_expire_off: AtomicBool,
+    /// maxmemory and eviction.
+    pub evict: crate::evict::Evictor,
 }
 
 impl Server {
@@ -259,11 +263,13 @@ impl Server {
             tracking: Default::default(),
             lazyfree: Default::default(),
             snapshots: Default::default(),
+            aof: Default::default(),
             shutting_down: AtomicBool::new(false),
             shutdown: Notify::new(),
             log_reload,
             notify: Default::default(),
             active_expire_off: AtomicBool::new(false),
+            evict: Default::default(),
         };
         s.apply_config();
         s
@@ -324,6 +330,7 @@ impl Server {
             enabled: c.get_bool("compression"),
             threshold: usize::try_from(c.get_u64("compression-threshold")).unwrap_or(usize::MAX),
         });
+        self.evict.configure(&c);
         let events = crate::notify::parse_flags(c.get("notify-keyspace-events")).unwrap_or(0);
         self.notify.set(events);
         self.keyspace
@@ -374,7 +381,10 @@ pub fn run(
         std::env::set_current_dir(dir).map_err(|e| format!("Can't chdir to '{dir}': {e}"))?;
     }
     let server = Arc::new(Server::new(config, threads, config_file, log_reload));
-    crate::snapshot::load_at_startup(&server)?;
+    if !crate::aof::load_at_startup(&server)? {
+        crate::snapshot::load_at_startup(&server)?;
+    }
+    crate::aof::start(&server)?;
 
     let mut handoffs: Vec<Handoff> = Vec::with_capacity(threads);
     for i in 0..threads {
@@ -409,6 +419,7 @@ pub fn run(
             "Ready to accept connections tcp"
         );
         wait_for_stop(&server).await;
+        crate::aof::shutdown(&server);
         info!("Ember is now ready to exit, bye bye...");
         Ok::<(), String>(())
     })

@@ -197,14 +197,7 @@ fn write_file(server: &Server, path: &str, compress: bool) -> std::io::Result<u6
     w.aux(b"ctime", now_s().to_string().as_bytes())?;
     w.aux(b"used-mem", b"0")?;
     w.aux(b"aof-base", b"0")?;
-    let libs: Vec<Vec<u8>> = server
-        .scripting
-        .func
-        .lock()
-        .libraries
-        .values()
-        .map(|l| l.code.clone())
-        .collect();
+    let libs: Vec<Vec<u8>> = server.scripting.func.lock().library_codes();
     for code in libs {
         w.function(&code)?;
     }
@@ -270,6 +263,16 @@ pub fn load_at_startup(server: &Server) -> Result<(), String> {
 
 /// Loads an RDB stream into the (empty) keyspace and function store; returns keys loaded.
 pub fn load_from(server: &Server, r: impl std::io::Read) -> Result<u64, rdb::RdbError> {
+    load_from_opts(server, r, false)
+}
+
+/// As [`load_from`]; `keep_expired` keeps keys already past their deadline (an AOF base,
+/// as Redis: the incr files replayed after it may still reach them at their own times).
+pub fn load_from_opts(
+    server: &Server,
+    r: impl std::io::Read,
+    keep_expired: bool,
+) -> Result<u64, rdb::RdbError> {
     let ks = &server.keyspace;
     let dbs = ks.db_count();
     let mut loaded = 0u64;
@@ -289,7 +292,7 @@ pub fn load_from(server: &Server, r: impl std::io::Read) -> Result<u64, rdb::Rdb
                     )));
                 }
                 let now = clock::now_ns();
-                if expire_at_ns != 0 && expire_at_ns <= now {
+                if !keep_expired && expire_at_ns != 0 && expire_at_ns <= now {
                     return Ok(());
                 }
                 let mut g = ks.lock(db, &key, now);

@@ -741,8 +741,8 @@ fn config_set() {
         "ERR CONFIG SET failed (possibly related to argument 'port') - can't set immutable config"
     );
     assert!(c
-        .err(&["CONFIG", "SET", "appendonly", "yes"])
-        .starts_with("ERR CONFIG SET failed (possibly related to argument 'appendonly') - "));
+        .err(&["CONFIG", "SET", "appendfsync", "sometimes"])
+        .starts_with("ERR CONFIG SET failed (possibly related to argument 'appendfsync') - "));
     assert_eq!(val(&mut c, "timeout"), "0");
     assert_eq!(
         c.err(&["CONFIG", "SET", "timeout", "0", "maxclients"]),

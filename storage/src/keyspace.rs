@@ -112,6 +112,11 @@ impl Keyspace {
         self.hasher.hash_one(key)
     }
 
+    /// The index of the shard holding `key` (AOF rewrite bookkeeping).
+    pub fn shard_of(&self, key: &[u8]) -> usize {
+        self.shard_index(self.hash(key))
+    }
+
     #[inline]
     fn shard_index(&self, h: u64) -> usize {
         if self.shift >= 64 {

@@ -9,12 +9,15 @@
 //!   [`zset`] hold the collection types, [`stream`] the stream type.
 //! - [`compress`]: the optional zstd compression of long string values.
 //! - [`rdb`]: the Redis RDB format: DUMP/RESTORE payloads and snapshot files.
+//! - [`aof`]: the append-only file format: Redis 7 manifest, RESP command reader.
 //! - [`pattern`]: Redis glob matching (KEYS, SCAN MATCH, CONFIG GET).
 //! - [`clock`]: wall-clock time in nanoseconds.
 //! - [`tags`]: key tags (Ember only), kept beside each [`Table`].
 //! - [`events`]: key events recorded for keyspace notifications (lazy expiry, new keys).
+//! - [`vset`]: vector sets (an HNSW index from the `vector` crate behind an `Arc`).
 #![deny(missing_docs)]
 
+pub mod aof;
 pub mod clock;
 pub mod compress;
 pub mod events;
@@ -28,6 +31,7 @@ pub mod stream;
 pub mod table;
 pub mod tags;
 pub mod value;
+pub mod vset;
 pub mod zset;
 
 pub use keyspace::{KeyGuard, Keyspace, MultiGuard, ScanPage};

@@ -6,9 +6,10 @@
 
 use std::collections::BTreeSet;
 use std::hash::BuildHasher;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 use foldhash::fast::FixedState;
-use hashbrown::HashTable;
+use hashbrown_buckets::HashTable;
 
 use crate::tags::TagIndex;
 use crate::value::Value;
@@ -24,6 +25,10 @@ pub struct Entry {
     access: u32,
     /// True when the key has tags in the table's [`TagIndex`] (one byte of padding).
     tagged: bool,
+    /// Redis's 8-bit logarithmic access counter (LFU eviction; padding bytes).
+    lfu_count: u8,
+    /// When `lfu_count` was last decremented or incremented, in minutes (low 16 bits).
+    lfu_time: u16,
 }
 
 impl Entry {
@@ -45,10 +50,73 @@ impl Entry {
     fn expired(&self, now: u64) -> bool {
         self.expire_at != 0 && self.expire_at <= now
     }
+
+    /// The LFU counter at `now` after the decay the idle minutes call for, without storing
+    /// it (Redis's `LFUDecrAndReturn`, what OBJECT FREQ reports).
+    pub fn lfu_freq(&self, now: u64) -> u8 {
+        let decay = LFU.load(Relaxed) >> 32 & 0x7fff_ffff;
+        self.lfu_decayed(now, decay)
+    }
+
+    fn lfu_decayed(&self, now: u64, decay_minutes: u64) -> u8 {
+        if decay_minutes == 0 {
+            return self.lfu_count;
+        }
+        let elapsed = u64::from(minutes(now).wrapping_sub(self.lfu_time));
+        let periods = elapsed / decay_minutes;
+        self.lfu_count.saturating_sub(periods.min(255) as u8)
+    }
+
+    /// Sets the LFU counter to `freq` as of `now` (RESTORE ... FREQ).
+    pub fn set_lfu_freq(&mut self, freq: u8, now: u64) {
+        self.lfu_count = freq;
+        self.lfu_time = minutes(now);
+    }
+
+    /// One access under an LFU policy: decay, then a logarithmic increment (Redis's
+    /// `updateLFU`). `params` is the packed [`LFU`] word.
+    fn lfu_touch(&mut self, now: u64, params: u64) {
+        let factor = params & 0xffff_ffff;
+        let decay = params >> 32 & 0x7fff_ffff;
+        let mut c = self.lfu_decayed(now, decay);
+        if c < 255 {
+            let base = u64::from(c.saturating_sub(LFU_INIT_VAL));
+            // p = 1 / (base * factor + 1), drawn with a 53-bit uniform.
+            let r = (rand::random::<u64>() >> 11) as f64 / (1u64 << 53) as f64;
+            if r < 1.0 / (base.saturating_mul(factor) as f64 + 1.0) {
+                c += 1;
+            }
+        }
+        self.lfu_count = c;
+        self.lfu_time = minutes(now);
+    }
 }
 
 fn secs(now_ns: u64) -> u32 {
     (now_ns / 1_000_000_000) as u32
+}
+
+/// Minutes since the epoch, low 16 bits (Redis's `LFUGetTimeInMinutes`).
+fn minutes(now_ns: u64) -> u16 {
+    (now_ns / 60_000_000_000) as u16
+}
+
+/// The LFU counter of a new key (Redis's `LFU_INIT_VAL`), so it is not evicted at once.
+pub const LFU_INIT_VAL: u8 = 5;
+
+/// LFU tracking: 0 when off; else bit 63 set, `lfu-decay-time` in bits 32..63 and
+/// `lfu-log-factor` in bits 0..32. Read (one relaxed load) on every touching lookup.
+static LFU: AtomicU64 = AtomicU64::new(0);
+const LFU_ON: u64 = 1 << 63;
+
+/// Turns LFU counting on lookups on (`Some((lfu-log-factor, lfu-decay-time))`, an LFU
+/// maxmemory policy) or off. The decay time is also what [`Entry::lfu_freq`] applies.
+pub fn set_lfu(params: Option<(u32, u32)>) {
+    let w = match params {
+        Some((factor, decay)) => LFU_ON | u64::from(decay & 0x7fff_ffff) << 32 | u64::from(factor),
+        None => 0,
+    };
+    LFU.store(w, Relaxed);
 }
 
 /// One database's keys within one shard.
@@ -110,6 +178,10 @@ impl Table {
     pub fn get(&mut self, h: u64, key: &[u8], now: u64) -> Option<&mut Entry> {
         let e = self.get_no_touch(h, key, now)?;
         e.access = secs(now);
+        let lfu = LFU.load(Relaxed);
+        if lfu != 0 {
+            e.lfu_touch(now, lfu);
+        }
         Some(e)
     }
 
@@ -145,6 +217,7 @@ impl Table {
     ) -> Option<Entry> {
         let old = self.unlink(h, key);
         let mut tagged = false;
+        let (mut lfu_count, mut lfu_time) = (LFU_INIT_VAL, minutes(now));
         let old = match old {
             Some(e) if e.expired(now) => {
                 if e.tagged {
@@ -155,6 +228,8 @@ impl Table {
             }
             Some(e) => {
                 tagged = e.tagged;
+                // An overwrite keeps the access frequency, as Redis's dbSetValue.
+                (lfu_count, lfu_time) = (e.lfu_count, e.lfu_time);
                 Some(e)
             }
             None => None,
@@ -162,12 +237,18 @@ impl Table {
         if expire_at != 0 {
             self.expiries.insert((expire_at, key.into()));
         }
-        let entry = Entry {
+        let mut entry = Entry {
             value,
             expire_at,
             access: secs(now),
             tagged,
+            lfu_count,
+            lfu_time,
         };
+        let lfu = LFU.load(Relaxed);
+        if lfu != 0 && old.is_some() {
+            entry.lfu_touch(now, lfu);
+        }
         let hasher = self.hasher;
         self.map
             .insert_unique(h, (key.into(), entry), |(k, _)| hasher.hash_one(&k[..]));
@@ -291,6 +372,83 @@ impl Table {
             .collect();
         out.sort_unstable_by_key(|(h, _, _)| *h);
         out
+    }
+}
+
+/// Eviction support: random samples of keys and the soonest deadlines, for the node's
+/// approximated LRU / LFU / TTL / random eviction (Redis's `evictionPoolPopulate`).
+impl Table {
+    /// Calls `f` with up to `n` keys (with their entries) found from a random bucket
+    /// onwards: a random sample, as Redis's `dictGetSomeKeys`. Keys whose deadline passed
+    /// but are not reaped yet may be among them. Returns how many were visited.
+    pub fn sample(&self, n: usize, f: &mut dyn FnMut(&[u8], &Entry)) -> usize {
+        let len = self.map.len();
+        if len == 0 || n == 0 {
+            return 0;
+        }
+        let buckets = self.map.num_buckets();
+        let want = n.min(len);
+        if len.saturating_mul(8) < buckets {
+            // Sparse (hashbrown does not shrink): probing would mostly hit empty buckets.
+            let skip = (rand::random::<u64>() % len as u64) as usize;
+            let mut seen = 0;
+            for (k, e) in self.map.iter().skip(skip).chain(self.map.iter()).take(want) {
+                f(k, e);
+                seen += 1;
+            }
+            return seen;
+        }
+        let mut i = (rand::random::<u64>() % buckets as u64) as usize;
+        let mut seen = 0;
+        for _ in 0..buckets {
+            if let Some((k, e)) = self.map.get_bucket(i) {
+                f(k, e);
+                seen += 1;
+                if seen == want {
+                    break;
+                }
+            }
+            i = (i + 1) % buckets;
+        }
+        seen
+    }
+
+    /// As [`Table::sample`] among the keys with a deadline (volatile-* policies): up to
+    /// `n` keys at random points of the expiry index.
+    pub fn sample_volatile(&self, n: usize, f: &mut dyn FnMut(&[u8], &Entry)) -> usize {
+        let (Some(lo), Some(hi)) = (self.expiries.first(), self.expiries.last()) else {
+            return 0;
+        };
+        let (lo, span) = (lo.0, hi.0 - lo.0);
+        let mut seen = 0;
+        for _ in 0..n.min(self.expiries.len()) {
+            let at = lo + rand::random::<u64>() % span.saturating_add(1).max(1);
+            let Some((_, key)) = self.expiries.range((at, Box::<[u8]>::default())..).next() else {
+                continue;
+            };
+            if let Some((k, e)) = self.map.find(self.hash(key), |(k, _)| k == key) {
+                f(k, e);
+                seen += 1;
+            }
+        }
+        seen
+    }
+
+    /// Calls `f` with the (up to) `n` keys whose deadlines come first (volatile-ttl).
+    pub fn soonest_expiring(&self, n: usize, f: &mut dyn FnMut(&[u8], &Entry)) -> usize {
+        let mut seen = 0;
+        for (_, key) in self.expiries.iter().take(n) {
+            if let Some((k, e)) = self.map.find(self.hash(key), |(k, _)| k == key) {
+                f(k, e);
+                seen += 1;
+            }
+        }
+        seen
+    }
+
+    /// Buckets of the key table and the bytes it allocated (MEMORY STATS, bytes per key).
+    pub fn table_bytes(&self) -> usize {
+        self.map.allocation_size()
     }
 }
 
@@ -634,5 +792,66 @@ mod tests {
         let gone = t.remove_tagged(b"t3", 0);
         assert_eq!(gone.len(), 1);
         assert!(t.is_empty() && t.tags.is_none());
+    }
+
+    #[test]
+    fn sampling_finds_keys_and_soonest_deadlines() {
+        let hs = FixedState::with_seed(11);
+        let mut t = Table::new(hs);
+        let mut n = 0;
+        assert_eq!(t.sample(5, &mut |_, _| n += 1), 0);
+        for i in 0..1000u64 {
+            let k = format!("k{i}");
+            let at = if i % 10 == 0 { 1_000 + i } else { 0 };
+            t.insert(hs.hash_one(k.as_bytes()), k.as_bytes(), s("v"), at, 0);
+        }
+        let mut keys = Vec::new();
+        assert_eq!(t.sample(5, &mut |k, _| keys.push(k.to_vec())), 5);
+        let mut vol = 0;
+        assert_eq!(
+            t.sample_volatile(5, &mut |_, e| vol += u32::from(e.expire_at().is_some())),
+            5
+        );
+        assert_eq!(vol, 5, "volatile samples have deadlines");
+        let mut first = Vec::new();
+        t.soonest_expiring(3, &mut |k, _| first.push(k.to_vec()));
+        assert_eq!(first, [b"k0".to_vec(), b"k10".to_vec(), b"k20".to_vec()]);
+        // A sparse table (after mass removal) is still sampled.
+        for i in 1..1000u64 {
+            let k = format!("k{i}");
+            t.remove(hs.hash_one(k.as_bytes()), k.as_bytes(), 0);
+        }
+        let mut left = Vec::new();
+        assert_eq!(t.sample(5, &mut |k, _| left.push(k.to_vec())), 1);
+        assert_eq!(left, [b"k0".to_vec()]);
+    }
+
+    #[test]
+    fn lfu_counter_grows_logarithmically_and_decays() {
+        let hs = FixedState::with_seed(13);
+        let mut t = Table::new(hs);
+        let h = hs.hash_one(&b"k"[..]);
+        t.insert(h, b"k", s("v"), 0, 0);
+        assert_eq!(
+            t.get_no_touch(h, b"k", 0).unwrap().lfu_freq(0),
+            LFU_INIT_VAL
+        );
+        // Factor 0: every access counts.
+        set_lfu(Some((0, 1)));
+        for _ in 0..10 {
+            t.get(h, b"k", 0);
+        }
+        let e = t.get_no_touch(h, b"k", 0).unwrap();
+        assert_eq!(e.lfu_freq(0), LFU_INIT_VAL + 10);
+        // One decay period per minute idle.
+        assert_eq!(e.lfu_freq(3 * 60 * 1_000_000_000), LFU_INIT_VAL + 7);
+        e.set_lfu_freq(200, 0);
+        assert_eq!(e.lfu_freq(0), 200);
+        // An overwrite keeps (and counts as an access to) the frequency.
+        t.insert(h, b"k", s("w"), 0, 0);
+        assert_eq!(t.get_no_touch(h, b"k", 0).unwrap().lfu_freq(0), 201);
+        set_lfu(None);
+        t.get(h, b"k", 0);
+        assert_eq!(t.get_no_touch(h, b"k", 0).unwrap().lfu_freq(0), 201);
     }
 }

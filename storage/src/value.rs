@@ -7,6 +7,7 @@ use crate::hash::Hash;
 use crate::list::List;
 use crate::set::Set;
 use crate::stream::Stream;
+use crate::vset::VectorSet;
 use crate::zset::ZSet;
 
 /// Longest string kept in the compact `embstr` form (Redis's `OBJ_ENCODING_EMBSTR_SIZE_LIMIT`).
@@ -28,6 +29,8 @@ pub enum Value {
     ZSet(Box<ZSet>),
     /// A stream.
     Stream(Box<Stream>),
+    /// A vector set (Redis 8 `vectorset`; also Ember's VSIM.* indexes).
+    VectorSet(VectorSet),
 }
 
 impl Value {
@@ -40,6 +43,7 @@ impl Value {
             Value::Set(_) => "set",
             Value::ZSet(_) => "zset",
             Value::Stream(_) => "stream",
+            Value::VectorSet(_) => "vectorset",
         }
     }
 
@@ -52,6 +56,7 @@ impl Value {
             Value::Set(s) => s.encoding(),
             Value::ZSet(z) => z.encoding(),
             Value::Stream(x) => x.encoding(),
+            Value::VectorSet(v) => v.encoding(),
         }
     }
 
@@ -65,6 +70,7 @@ impl Value {
             Value::Set(s) => s.len(),
             Value::ZSet(z) => z.len(),
             Value::Stream(_) => 1,
+            Value::VectorSet(v) => v.len(),
         }
     }
 
@@ -77,6 +83,7 @@ impl Value {
             Value::Set(s) => s.heap_size(),
             Value::ZSet(z) => z.heap_size(),
             Value::Stream(x) => x.heap_size(),
+            Value::VectorSet(v) => v.heap_size(),
         }
     }
 }

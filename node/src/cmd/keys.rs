@@ -372,22 +372,32 @@ fn object_refcount(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
 }
 
 fn object_idletime(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
-    match object_lookup(ctx, args, |e, now| e.idle_secs(now)) {
-        Some(s) => ctx.out.int(i64::try_from(s).unwrap_or(i64::MAX)),
-        None => ctx.out.null(),
+    let Some(s) = object_lookup(ctx, args, |e, now| e.idle_secs(now)) else {
+        ctx.out.null();
+        return Ok(());
+    };
+    // Under an LFU policy Redis keeps no access time (the field holds the counter).
+    if ctx.server.evict.policy().is_lfu() {
+        return Err(CmdError::err(
+            "An LFU maxmemory policy is selected, idle time not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust.",
+        ));
     }
+    ctx.out.int(i64::try_from(s).unwrap_or(i64::MAX));
     Ok(())
 }
 
 fn object_freq(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
-    if object_lookup(ctx, args, |_, _| ()).is_none() {
+    let Some(freq) = object_lookup(ctx, args, |e, now| e.lfu_freq(now)) else {
         ctx.out.null();
         return Ok(());
+    };
+    if !ctx.server.evict.policy().is_lfu() {
+        return Err(CmdError::err(
+            "An LFU maxmemory policy is not selected, access frequency not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust.",
+        ));
     }
-    // Ember has no LFU eviction policy, so (like Redis without one) frequency is not tracked.
-    Err(CmdError::err(
-        "An LFU maxmemory policy is not selected, access frequency not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust.",
-    ))
+    ctx.out.int(i64::from(freq));
+    Ok(())
 }
 
 fn object_help(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {

@@ -10,6 +10,7 @@ pub mod hashes;
 pub mod hll;
 pub mod keys;
 pub mod lists;
+pub mod memory;
 pub mod persist;
 pub mod pubsub;
 pub mod scripting;
@@ -21,6 +22,7 @@ pub mod strings;
 pub mod tags;
 pub mod tx;
 pub mod util;
+pub mod vector;
 pub mod zsets;
 
 use crate::registry::CommandSpec;
@@ -34,6 +36,7 @@ pub fn families() -> Vec<&'static [CommandSpec]> {
         persist::COMMANDS,
         expiry::COMMANDS,
         server::COMMANDS,
+        memory::COMMANDS,
         lists::COMMANDS,
         hashes::COMMANDS,
         sets::COMMANDS,
@@ -47,5 +50,6 @@ pub fn families() -> Vec<&'static [CommandSpec]> {
         tx::COMMANDS,
         scripting::COMMANDS,
         pubsub::COMMANDS,
+        vector::COMMANDS,
     ]
 }

@@ -1,4 +1,5 @@
-//! Persistence commands: SAVE, BGSAVE, LASTSAVE (RDB snapshots, see [`crate::snapshot`])
+//! Persistence commands: SAVE, BGSAVE, LASTSAVE (RDB snapshots, see [`crate::snapshot`]),
+//! BGREWRITEAOF (see [`crate::aof`])
 //! and DUMP / RESTORE (one value in Redis's DUMP payload format, interchangeable with
 //! `redis-server`'s).
 
@@ -32,6 +33,18 @@ pub static COMMANDS: &[CommandSpec] = &[
         bgsave,
     )
     .doc("Asynchronously saves the database(s) to disk.", "1.0.0"),
+    CommandSpec::new(
+        "bgrewriteaof",
+        1,
+        ADMIN | NOSCRIPT,
+        (0, 0, 0),
+        Group::Server,
+        bgrewriteaof,
+    )
+    .doc(
+        "Asynchronously rewrites the append-only file to disk.",
+        "1.0.0",
+    ),
     CommandSpec::new(
         "lastsave",
         1,
@@ -188,15 +201,31 @@ fn restore(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
     }
     let old = g.remove();
     g.insert(value, at);
-    if let Some(secs) = idle {
-        if let Some(e) = g.peek() {
-            e.set_idle(now, secs as u64);
+    // As Redis's objectSetLRUOrLFU: FREQ under an LFU policy, IDLETIME under any other.
+    let lfu = ctx.server.evict.policy().is_lfu();
+    if let Some(e) = g.peek() {
+        match (lfu, freq, idle) {
+            (true, Some(f), _) => e.set_lfu_freq(f.clamp(0, 255) as u8, now),
+            (false, _, Some(secs)) => e.set_idle(now, secs as u64),
+            _ => {}
         }
     }
     drop(g);
     drop(old);
     ctx.notify(crate::notify::GENERIC, "restore", key);
-    let _ = freq; // Only LFU policies keep a frequency; Ember has none yet (as Redis then).
     ctx.out.ok();
     Ok(())
+}
+
+fn bgrewriteaof(ctx: &mut Ctx<'_>, _args: Args<'_>) -> CmdResult {
+    match crate::aof::bgrewrite(ctx.server).map_err(CmdError::err)? {
+        crate::aof::Bg::Started => {
+            ctx.out
+                .simple(b"Background append only file rewriting started");
+            Ok(())
+        }
+        crate::aof::Bg::Running => Err(CmdError::err(
+            "Background append only file rewriting already in progress",
+        )),
+    }
 }

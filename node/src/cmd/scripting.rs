@@ -261,10 +261,17 @@ fn eval_generic(ctx: &mut Ctx<'_>, args: Args<'_>, by_sha: bool, ro: bool) -> Cm
     };
     let func = s.func.clone();
     let read_only = ro || s.flags & FLAG_NO_WRITES != 0;
+    let allow_oom = read_only || s.flags & script::FLAG_ALLOW_OOM != 0;
+    // A script that declared flags may grow memory unless it says otherwise (Redis's
+    // scriptFlagsToCmdFlags): refused up front while nothing can be evicted.
+    if s.flags & script::FLAG_EVAL_COMPAT == 0 && !allow_oom && crate::evict::script_oom(&server) {
+        return Err(crate::evict::oom_error());
+    }
     let opts = RunOpts {
         funcname: sha.clone(),
         eval_mode: true,
         read_only,
+        allow_oom,
         kind: BUSY_SCRIPT,
         keys,
         args: argv,
@@ -390,6 +397,10 @@ fn fcall_generic(ctx: &mut Ctx<'_>, args: Args<'_>, ro: bool) -> CmdResult {
     }
     let func = info.func.clone();
     let read_only = ro || info.flags & FLAG_NO_WRITES != 0;
+    let allow_oom = read_only || info.flags & script::FLAG_ALLOW_OOM != 0;
+    if !allow_oom && crate::evict::script_oom(&server) {
+        return Err(crate::evict::oom_error());
+    }
     *server.scripting.run.current.lock() = Some((
         name.clone(),
         args.iter().map(|a| a.to_vec()).collect::<Vec<_>>(),
@@ -398,6 +409,7 @@ fn fcall_generic(ctx: &mut Ctx<'_>, args: Args<'_>, ro: bool) -> CmdResult {
         funcname: name,
         eval_mode: false,
         read_only,
+        allow_oom,
         kind: BUSY_FUNCTION,
         keys,
         args: argv,

@@ -409,11 +409,18 @@ fn allocator_stats() -> (u64, u64, u64) {
 /// The highest `used_memory` seen (by the sampler or by INFO).
 static PEAK_MEMORY: AtomicU64 = AtomicU64::new(0);
 
-/// Current allocated bytes, also raising the recorded peak.
+/// Current used bytes (allocated less thread caches, as eviction counts them), active and
+/// resident bytes, also raising the recorded peak.
 fn used_memory() -> (u64, u64, u64) {
-    let (allocated, active, resident) = allocator_stats();
-    PEAK_MEMORY.fetch_max(allocated, Relaxed);
-    (allocated, active, resident)
+    let (_, active, resident) = allocator_stats();
+    let used = crate::evict::allocated_bytes();
+    PEAK_MEMORY.fetch_max(used, Relaxed);
+    (used, active, resident)
+}
+
+/// The highest used memory seen (INFO used_memory_peak, MEMORY STATS peak.allocated).
+pub fn peak_memory() -> u64 {
+    PEAK_MEMORY.load(Relaxed)
 }
 
 fn jemalloc_version() -> &'static str {
@@ -594,9 +601,11 @@ pub fn info_text(server: &Server, now: u64, want: impl Fn(&str) -> bool) -> Stri
         kv(&mut s, "allocator_resident", resident);
         kv(&mut s, "total_system_memory", total);
         kv(&mut s, "total_system_memory_human", bytes_to_human(total));
-        kv(&mut s, "maxmemory", 0);
-        kv(&mut s, "maxmemory_human", "0B");
-        kv(&mut s, "maxmemory_policy", "noeviction");
+        let max = server.evict.maxmemory();
+        kv(&mut s, "used_memory_startup", server.evict.startup_memory());
+        kv(&mut s, "maxmemory", max);
+        kv(&mut s, "maxmemory_human", bytes_to_human(max));
+        kv(&mut s, "maxmemory_policy", server.evict.policy().name());
         let frag = if used == 0 {
             0.0
         } else {
@@ -659,8 +668,9 @@ pub fn info_text(server: &Server, now: u64, want: impl Fn(&str) -> bool) -> Stri
             "rdb_last_load_keys_loaded",
             snap.loaded_keys.load(Relaxed),
         );
-        kv(&mut s, "aof_enabled", 0);
-        kv(&mut s, "aof_rewrite_in_progress", 0);
+        for (k, v) in crate::aof::info_fields(server) {
+            kv(&mut s, k, v);
+        }
     }
 
     if want("stats") {
@@ -696,7 +706,7 @@ pub fn info_text(server: &Server, now: u64, want: impl Fn(&str) -> bool) -> Stri
             "lazyfreed_objects",
             server.lazyfree.freed.load(Relaxed),
         );
-        kv(&mut s, "evicted_keys", 0);
+        kv(&mut s, "evicted_keys", server.evict.evicted.load(Relaxed));
         kv(&mut s, "keyspace_hits", sum(|w| &w.hits));
         kv(&mut s, "keyspace_misses", sum(|w| &w.misses));
         kv(&mut s, "total_error_replies", sum(|w| &w.error_replies));
@@ -889,6 +899,9 @@ fn config_set(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
     *guard = next;
     drop(guard);
     ctx.server.apply_config();
+    crate::aof::config_changed(ctx.server).map_err(CmdError::err)?;
+    // A lower maxmemory takes effect now, as in Redis (this worker holds its gate).
+    ctx.server.evict.perform(ctx.server);
     ctx.out.ok();
     Ok(())
 }
@@ -898,6 +911,7 @@ fn config_resetstat(ctx: &mut Ctx<'_>, _args: Args<'_>) -> CmdResult {
         w.reset();
     }
     ctx.server.rejected_conns.store(0, Relaxed);
+    ctx.server.evict.evicted.store(0, Relaxed);
     ctx.server
         .expired_base
         .store(ctx.server.keyspace.expired_count(), Relaxed);

@@ -179,7 +179,15 @@ pub fn deadline(
     let invalid = || CmdError::err(format!("invalid expire time in '{cmd}' command"));
     let scaled = i128::from(v) * i128::from(unit.ns());
     let abs = if relative {
-        scaled + i128::from(now)
+        // Second and millisecond TTLs count from the current millisecond, as Redis's
+        // mstime() + ttl: the deadline is a whole millisecond, which the AOF logs exactly
+        // in Redis's own PEXPIREAT form.
+        let base = if unit == TimeUnit::Nanos {
+            now
+        } else {
+            now - now % NS_PER_MS
+        };
+        scaled + i128::from(base)
     } else {
         scaled
     };

@@ -647,6 +647,8 @@ pub struct RunOpts<'a> {
     pub eval_mode: bool,
     /// Writes are refused.
     pub read_only: bool,
+    /// Shebang `allow-oom` (or `no-writes`): may write while used memory is over maxmemory.
+    pub allow_oom: bool,
     /// [`crate::server::BUSY_SCRIPT`] or [`crate::server::BUSY_FUNCTION`].
     pub kind: u8,
     /// Key arguments.
@@ -658,6 +660,8 @@ pub struct RunOpts<'a> {
 struct CallState<'c, 'a> {
     ctx: &'c mut Ctx<'a>,
     read_only: bool,
+    /// Memory was over maxmemory when the script started: its first write may not grow it.
+    oom: bool,
     resp3: Arc<AtomicBool>,
     server: Arc<Server>,
 }
@@ -723,9 +727,11 @@ pub fn run(engine: &Engine, ctx: &mut Ctx<'_>, func: &Function, opts: RunOpts<'_
         let saved_db = ctx.client.db;
         let saved_block = ctx.client.block_mode;
         ctx.client.block_mode = BlockMode::NoBlock;
+        let oom = !opts.allow_oom && crate::evict::script_oom(&server);
         let state = RefCell::new(CallState {
             ctx: &mut *ctx,
             read_only: opts.read_only,
+            oom,
             resp3: engine.resp3.clone(),
             server: server.clone(),
         });
@@ -855,6 +861,10 @@ fn redis_call(
     if spec.has(flags::WRITE) && st.read_only {
         return fail("ERR Write commands are not allowed from read-only scripts.");
     }
+    // As Redis's scriptVerifyOOM: only a script that has not written yet is stopped.
+    if st.oom && spec.has(flags::DENYOOM) && !server.scripting.run.wrote.load(Relaxed) {
+        return fail(crate::evict::OOM);
+    }
     let resp3 = st.resp3.load(Relaxed);
     let mut w = ReplyWriter::new(if resp3 {
         Protocol::Resp3
@@ -914,6 +924,11 @@ impl Default for FunctionStore {
 }
 
 impl FunctionStore {
+    /// Every library's source, in name order (what snapshots and AOF rewrites save).
+    pub fn library_codes(&self) -> Vec<Vec<u8>> {
+        self.libraries.values().map(|l| l.code.clone()).collect()
+    }
+
     /// No libraries.
     pub fn new() -> Self {
         FunctionStore {

@@ -221,3 +221,23 @@ pub fn err(c: &mut redis::Connection, args: &[&str]) -> String {
         Err(e) => format!("{} {}", e.code().unwrap_or(""), e.detail().unwrap_or("")),
     }
 }
+
+/// Which of `keys` exist.
+pub fn existing(c: &mut redis::Connection, keys: &[String]) -> std::collections::HashSet<String> {
+    let mut out = std::collections::HashSet::new();
+    for chunk in keys.chunks(1000) {
+        let mut p = redis::pipe();
+        for k in chunk {
+            p.cmd("EXISTS").arg(k);
+        }
+        let v: Vec<i64> = p.query(c).expect("exists");
+        out.extend(
+            chunk
+                .iter()
+                .zip(v)
+                .filter(|(_, n)| *n == 1)
+                .map(|(k, _)| k.clone()),
+        );
+    }
+    out
+}

@@ -56,6 +56,9 @@ pub(crate) mod ty {
     pub const STREAM_LISTPACKS_2: u8 = 19;
     pub const SET_LISTPACK: u8 = 20;
     pub const STREAM_LISTPACKS_3: u8 = 21;
+    /// Ember only: a vector set, its `vector::VectorIndex` bytes as one string. Redis
+    /// does not know this type and refuses a file holding one.
+    pub const EMBER_VECTOR_SET: u8 = 0xE0;
 }
 
 /// Top-level opcodes of a file.

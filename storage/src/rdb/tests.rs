@@ -46,6 +46,18 @@ fn sample_values() -> Vec<Value> {
     z.add(b"ninf", f64::NEG_INFINITY);
     out.push(Value::ZSet(Box::new(z)));
     out.push(Value::Stream(Box::new(sample_stream())));
+    let vs = vector::VectorIndex::new(vector::IndexConfig::new(3)).expect("index");
+    for i in 0..40u8 {
+        let v = [f32::from(i), 1.0, f32::from(i % 3)];
+        let attrs = format!(r#"{{"i": {i}}}"#);
+        let a = if i % 2 == 0 {
+            vector::AttrUpdate::Set(attrs.as_bytes())
+        } else {
+            vector::AttrUpdate::Keep
+        };
+        vs.upsert(format!("e{i}").as_bytes(), &v, a).expect("add");
+    }
+    out.push(Value::VectorSet(crate::vset::VectorSet::new(vs)));
     out
 }
 
@@ -103,6 +115,15 @@ fn show(v: &Value) -> String {
             format!("hash {m:?}")
         }
         Value::ZSet(z) => format!("zset {:?}", z.iter().collect::<Vec<_>>()),
+        Value::VectorSet(v) => {
+            let mut names = v.index.names();
+            names.sort();
+            let elems: Vec<_> = names
+                .iter()
+                .map(|n| (n.clone(), v.index.get_vector(n), v.index.get_attrs(n)))
+                .collect();
+            format!("vectorset {:?} {elems:?}", v.index.config())
+        }
         Value::Stream(x) => {
             let entries: Vec<(StreamId, Vec<Vec<u8>>)> = x
                 .range(StreamId::MIN, StreamId::MAX, false, 0)

@@ -85,6 +85,7 @@ pub fn value_type(v: &Value) -> u8 {
         Value::Hash(_) => ty::HASH,
         Value::ZSet(_) => ty::ZSET_2,
         Value::Stream(_) => ty::STREAM_LISTPACKS_2,
+        Value::VectorSet(_) => ty::EMBER_VECTOR_SET,
     }
 }
 
@@ -131,6 +132,18 @@ pub fn put_value(out: &mut Vec<u8>, v: &Value, compress: bool) {
             }
         }
         Value::Stream(s) => put_stream(out, s, compress),
+        // Float vectors do not compress: never LZF the (large) index bytes.
+        Value::VectorSet(v) => match v.index.to_bytes() {
+            Ok(b) => put_str(out, &b, false),
+            // Serializing only fails if usearch cannot save its graph: write an empty index
+            // of the same configuration rather than a file that cannot be read back.
+            Err(_) => {
+                let empty = vector::VectorIndex::new(*v.index.config())
+                    .and_then(|i| i.to_bytes())
+                    .unwrap_or_default();
+                put_str(out, &empty, false)
+            }
+        },
     }
 }
 

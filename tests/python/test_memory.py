@@ -1,0 +1,154 @@
+"""MEMORY USAGE / STATS / DOCTOR / MALLOC-STATS / PURGE / HELP and the maxmemory
+directives: reply shapes and error texts, compared with redis-server 7.0 where the shapes
+are meant to match."""
+
+import pytest
+import redis
+
+from helpers import RespError, reference_redis
+
+OOM = "command not allowed when used memory > 'maxmemory'."
+
+
+def text(reply):
+    """A raw reply from the reference server as redis-py shows it (errors without the
+    ERR prefix, which redis-py strips)."""
+    if isinstance(reply, RespError):
+        return reply.message.removeprefix("ERR ")
+    return reply
+
+
+def test_usage_shapes_and_errors(r):
+    r.set("key:1", "0123456789abcdef")
+    n = r.memory_usage("key:1")
+    # Slot (key pointer + entry + control byte), key and value allocations: within a
+    # small factor of redis-server's 80 bytes for the same key.
+    assert 40 <= n <= 160
+    assert r.memory_usage("nokey") is None
+    r.rpush("l", *[str(i) for i in range(100)])
+    r.hset("h", mapping={f"f{i}": "v" * 10 for i in range(100)})
+    assert r.memory_usage("l") > r.memory_usage("key:1")
+    assert r.memory_usage("h") > 100 * 12, "a hash holds its fields and values"
+    assert r.execute_command("MEMORY", "USAGE", "h", "SAMPLES", "0") == r.memory_usage("h")
+    big = r.memory_usage("key:1")
+    r.set("key:2", "x" * 10_000)
+    assert r.memory_usage("key:2") >= 10_000 > big
+    r.expire("key:1", 100)
+    assert r.memory_usage("key:1") > big, "the expiry index entry counts"
+    for args, text in [
+        (("USAGE", "key:1", "SAMPLES", "-1"), "syntax error"),
+        (("USAGE", "key:1", "SAMPLES", "x"), "value is not an integer or out of range"),
+        (("USAGE", "key:1", "FOO"), "syntax error"),
+        (("USAGE", "key:1", "SAMPLES"), "syntax error"),
+        (("USAGE",), "wrong number of arguments for 'memory|usage' command"),
+        (("FOO",), "unknown subcommand 'FOO'. Try MEMORY HELP."),
+    ]:
+        with pytest.raises(redis.ResponseError) as e:
+            r.execute_command("MEMORY", *args)
+        assert str(e.value) == text, args
+
+
+def test_usage_errors_match_redis(r):
+    cases = [
+        ("MEMORY", "USAGE", "nokey"),
+        ("MEMORY", "USAGE", "k", "SAMPLES", "-1"),
+        ("MEMORY", "USAGE", "k", "SAMPLES", "x"),
+        ("MEMORY", "USAGE", "k", "BAR"),
+        ("MEMORY", "NOPE"),
+        ("MEMORY",),
+    ]
+    with reference_redis() as ref:
+        for c in cases:
+            want = text(ref.cmd(*c))
+            try:
+                got = r.execute_command(*c)
+            except redis.ResponseError as e:
+                got = str(e)
+            assert got == want, c
+
+
+def test_stats_fields(r):
+    r.set("a", "1")
+    r.set("b", "2", ex=100)
+    st = r.memory_stats()
+    with reference_redis() as ref:
+        ref.cmd("SET", "a", "1")
+        want = ref.cmd("MEMORY", "STATS")
+    names = {k.decode() if isinstance(k, bytes) else k for k in want[0::2]}
+    # Every field Ember reports is one of Redis's names (db.N aside), and the main ones
+    # are all there.
+    for k in st:
+        assert k in names or k.startswith("db."), k
+    for k in ["peak.allocated", "total.allocated", "startup.allocated", "overhead.total",
+              "keys.count", "keys.bytes-per-key", "dataset.bytes", "dataset.percentage",
+              "allocator.allocated", "allocator.resident", "fragmentation",
+              "fragmentation.bytes"]:
+        assert k in st, k
+    assert st["keys.count"] == 2
+    assert r.ping(), "the reply had exactly the fields it announced"
+    assert st["total.allocated"] >= st["startup.allocated"] > 0
+    assert st["peak.allocated"] >= st["total.allocated"]
+    db0 = st["db.0"]
+    assert db0["overhead.hashtable.main"] > 0 and db0["overhead.hashtable.expires"] > 0
+
+
+def test_doctor_help_malloc_stats_purge(r):
+    doc = r.execute_command("MEMORY", "DOCTOR")
+    doc = doc.decode() if isinstance(doc, bytes) else doc
+    assert doc.startswith("Hi Sam") or doc.startswith("Sam, I detected")
+    help_lines = r.execute_command("MEMORY", "HELP")
+    with reference_redis() as ref:
+        want = ref.cmd("MEMORY", "HELP")
+    assert [x.decode() if isinstance(x, bytes) else x for x in help_lines] == want
+    text = r.execute_command("MEMORY", "MALLOC-STATS")
+    text = text.decode() if isinstance(text, bytes) else text
+    assert "jemalloc statistics" in text
+    assert r.execute_command("MEMORY", "PURGE") in (True, b"OK", "OK")
+
+
+def test_maxmemory_config(r):
+    try:
+        assert r.config_get("maxmemory-policy") == {"maxmemory-policy": "noeviction"}
+        assert r.config_get("maxmemory-samples") == {"maxmemory-samples": "5"}
+        assert r.config_get("maxmemory-eviction-tenacity") == {"maxmemory-eviction-tenacity": "10"}
+        assert r.config_get("lfu-log-factor") == {"lfu-log-factor": "10"}
+        assert r.config_get("lfu-decay-time") == {"lfu-decay-time": "1"}
+        r.config_set("maxmemory", "100mb")
+        assert r.config_get("maxmemory") == {"maxmemory": str(100 << 20)}
+        info = r.info("memory")
+        assert info["maxmemory"] == 100 << 20
+        assert info["maxmemory_human"] == "100.00M"
+        r.config_set("maxmemory-policy", "ALLKEYS-LFU")
+        assert r.info("memory")["maxmemory_policy"] == "allkeys-lfu"
+        assert "evicted_keys" in r.info("stats")
+        bad = [
+            ("maxmemory-policy", "lru"),
+            ("maxmemory-samples", "0"),
+            ("maxmemory-eviction-tenacity", "101"),
+            ("lfu-log-factor", "-1"),
+            ("maxmemory", "-1"),
+            ("maxmemory", "1x"),
+        ]
+        with reference_redis() as ref:
+            for name, value in bad:
+                want = text(ref.cmd("CONFIG", "SET", name, value))
+                with pytest.raises(redis.ResponseError) as e:
+                    r.config_set(name, value)
+                assert str(e.value) == want, name
+    finally:
+        r.config_set("maxmemory", "0")
+        r.config_set("maxmemory-policy", "noeviction")
+
+
+def test_oom_reply_matches_redis(r):
+    try:
+        r.config_set("maxmemory", "1")
+        with pytest.raises(redis.ResponseError) as e:
+            r.set("x", "1")
+        assert str(e.value).endswith(OOM)
+        with reference_redis("--maxmemory", "1") as ref:
+            want = ref.cmd("SET", "x", "1")
+        assert isinstance(want, RespError) and want.message == "OOM " + OOM
+        assert r.get("nokey") is None
+    finally:
+        r.config_set("maxmemory", "0")
