@@ -121,3 +121,112 @@ fn scripts_are_atomic_for_other_threads() {
         w.join().unwrap();
     }
 }
+
+/// Connections go to the workers round-robin, so with 4 threads the 4 connections opened
+/// right after the script's own land on every worker, one of them beside the script. Every
+/// writer is held while the script runs: the three on other workers get `-BUSY` (and their
+/// write is not done), the one beside the script waits; after SCRIPT KILL all writes go
+/// through.
+#[test]
+fn long_script_holds_writers_on_every_worker() {
+    use std::sync::mpsc;
+    use std::time::Duration;
+
+    let e = Ember::start(&["--threads", "4", "--busy-reply-threshold", "100"]);
+    let mut script = e.conn();
+    let writers: Vec<_> = (0..4).map(|_| e.conn()).collect();
+    let mut killer = e.conn();
+    let runner = thread::spawn(move || {
+        redis::cmd("EVAL")
+            .arg("while true do end")
+            .arg(0)
+            .query::<Value>(&mut script)
+            .unwrap_err()
+            .to_string()
+    });
+    // The script is running once a connection on another worker gets -BUSY.
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while !matches!(redis::cmd("PING").query::<Value>(&mut killer), Err(e) if e.to_string().contains("BUSY"))
+    {
+        assert!(std::time::Instant::now() < deadline, "never saw -BUSY");
+        thread::sleep(Duration::from_millis(10));
+    }
+    let killed = Arc::new(AtomicBool::new(false));
+    let (tx, rx) = mpsc::channel();
+    let handles: Vec<_> = writers
+        .into_iter()
+        .enumerate()
+        .map(|(i, mut w)| {
+            let (tx, killed) = (tx.clone(), killed.clone());
+            thread::spawn(move || loop {
+                match redis::cmd("INCR").arg(format!("w{i}")).query::<i64>(&mut w) {
+                    Ok(v) => {
+                        assert!(killed.load(Ordering::SeqCst), "w{i} ran during the script");
+                        // 1: no write refused with -BUSY was applied.
+                        assert_eq!(v, 1);
+                        tx.send(("ok", i)).unwrap();
+                        return;
+                    }
+                    Err(e) => {
+                        assert!(e.to_string().contains("BUSY"), "{e}");
+                        tx.send(("busy", i)).unwrap();
+                        while !killed.load(Ordering::SeqCst) {
+                            thread::sleep(Duration::from_millis(10));
+                        }
+                    }
+                }
+            })
+        })
+        .collect();
+    drop(tx);
+    let mut busy = std::collections::HashSet::new();
+    while busy.len() < 3 {
+        let (what, i) = rx
+            .recv_timeout(Duration::from_secs(30))
+            .expect("writers on the other workers get -BUSY");
+        assert_eq!(what, "busy");
+        busy.insert(i);
+    }
+    // The writer beside the script is still waiting.
+    assert!(rx.recv_timeout(Duration::from_millis(300)).is_err());
+    killed.store(true, Ordering::SeqCst);
+    ok(&mut killer, &["SCRIPT", "KILL"]);
+    assert!(runner.join().unwrap().contains("Script killed"));
+    for h in handles {
+        h.join().unwrap();
+    }
+    assert_eq!(rx.iter().filter(|(what, _)| *what == "ok").count(), 4);
+}
+
+/// SHUTDOWN NOSAVE is allowed while a script is busy and stops the server.
+#[test]
+fn shutdown_nosave_stops_a_busy_script() {
+    use std::time::{Duration, Instant};
+
+    let mut e = Ember::start(&["--threads", "2", "--busy-reply-threshold", "100"]);
+    let mut script = e.conn();
+    let mut other = e.conn();
+    let _runner = thread::spawn(move || {
+        let _ = redis::cmd("EVAL")
+            .arg("while true do end")
+            .arg(0)
+            .query::<Value>(&mut script);
+    });
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        match redis::cmd("PING").query::<Value>(&mut other) {
+            Err(e) if e.to_string().contains("BUSY") => break,
+            _ => {}
+        }
+        assert!(Instant::now() < deadline, "never saw -BUSY");
+        thread::sleep(Duration::from_millis(20));
+    }
+    let r = redis::cmd("SHUTDOWN")
+        .arg("NOSAVE")
+        .query::<Value>(&mut other);
+    assert!(r.is_err(), "SHUTDOWN answered {r:?}");
+    assert!(
+        e.wait_exit(Duration::from_secs(20)).is_some(),
+        "ember still running after SHUTDOWN NOSAVE"
+    );
+}
