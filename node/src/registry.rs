@@ -113,6 +113,8 @@ pub enum Group {
     PubSub,
     /// Scripting and functions.
     Scripting,
+    /// Redis Cluster (CLUSTER, READONLY, READWRITE, ASKING).
+    Cluster,
 }
 
 impl Group {
@@ -133,6 +135,7 @@ impl Group {
             Group::Stream => "stream",
             Group::Transactions => "transactions",
             Group::PubSub => "pubsub",
+            Group::Cluster => "cluster",
             Group::Scripting => "scripting",
         }
     }
@@ -308,6 +311,7 @@ impl CommandSpec {
             Group::Transactions => v.push("transaction"),
             Group::PubSub => {}
             Group::Scripting => v.push("scripting"),
+            Group::Cluster => {}
         }
         v
     }

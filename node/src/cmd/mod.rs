@@ -3,6 +3,7 @@
 //! list that names them.
 
 pub mod bitmaps;
+pub mod cluster;
 pub mod connection;
 pub mod expiry;
 pub mod geo;
@@ -51,5 +52,6 @@ pub fn families() -> Vec<&'static [CommandSpec]> {
         scripting::COMMANDS,
         pubsub::COMMANDS,
         vector::COMMANDS,
+        cluster::COMMANDS,
     ]
 }
