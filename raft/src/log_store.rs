@@ -243,3 +243,71 @@ impl RaftLogStorage<TypeConfig> for RocksLogStore {
             .map_err(|e| storage_err(ErrorSubject::Logs, ErrorVerb::Delete, e))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use openraft::CommittedLeaderId;
+    use openraft::EntryPayload;
+
+    use super::*;
+
+    fn entry(index: u64) -> Entry {
+        Entry {
+            log_id: LogId::new(CommittedLeaderId::new(1, 1), index),
+            payload: EntryPayload::Blank,
+        }
+    }
+
+    fn indexes(store: &RocksLogStore) -> Vec<u64> {
+        store
+            .read_range(&(..))
+            .unwrap()
+            .iter()
+            .map(|e| e.log_id.index)
+            .collect()
+    }
+
+    #[tokio::test]
+    async fn groups_sharing_a_db_do_not_see_each_other() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = RaftDb::open(dir.path()).unwrap();
+        let mut a = RocksLogStore::new(db.clone(), GroupId(1));
+        let mut b = RocksLogStore::new(db.clone(), GroupId(2));
+        a.append_batch((1..=5).map(entry)).unwrap();
+        b.append_batch((1..=3).map(entry)).unwrap();
+        a.save_vote(&Vote::new(3, 1)).await.unwrap();
+
+        assert_eq!(indexes(&a), [1, 2, 3, 4, 5]);
+        assert_eq!(indexes(&b), [1, 2, 3]);
+        assert_eq!(b.read_vote().await.unwrap(), None);
+
+        a.purge(entry(2).log_id).await.unwrap();
+        b.truncate(entry(2).log_id).await.unwrap();
+        assert_eq!(indexes(&a), [3, 4, 5]);
+        assert_eq!(indexes(&b), [1]);
+        let state = a.get_log_state().await.unwrap();
+        assert_eq!(state.last_purged_log_id, Some(entry(2).log_id));
+        assert_eq!(state.last_log_id, Some(entry(5).log_id));
+        let state = b.get_log_state().await.unwrap();
+        assert_eq!(
+            (state.last_purged_log_id, state.last_log_id),
+            (None, Some(entry(1).log_id))
+        );
+        assert_eq!(db.groups().unwrap(), [GroupId(1)]);
+    }
+
+    #[tokio::test]
+    async fn a_corrupt_entry_is_an_error_not_a_panic() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = RaftDb::open(dir.path()).unwrap();
+        let mut store = RocksLogStore::new(db.clone(), GroupId(1));
+        store.append_batch([entry(1)]).unwrap();
+        let cf = db.cf(CF_LOGS).unwrap();
+        db.db()
+            .put_cf(cf, codec::log_key(GroupId(1), 2), b"\xff\xff\xff")
+            .unwrap();
+        assert!(store.try_get_log_entries(1..3).await.is_err());
+        assert!(store.get_log_state().await.is_err());
+        assert_eq!(store.try_get_log_entries(1..2).await.unwrap().len(), 1);
+    }
+}

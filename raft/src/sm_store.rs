@@ -3,6 +3,10 @@
 //!
 //! The current snapshot is stored under the group's `snapshot` meta key (meta plus
 //! compressed bytes), so a restarted node installs it and replays only the log after it.
+//!
+//! A received snapshot that does not decompress or that the [`StateMachine`] refuses leaves
+//! the state as it was and answers a storage error; openraft then stops that group's Raft
+//! (an error, never a panic or a half-installed state).
 
 use std::io::Cursor;
 use std::sync::atomic::AtomicU64;
@@ -273,5 +277,50 @@ impl<S: StateMachine> RaftStateMachine<TypeConfig> for GroupStateMachine<S> {
             meta: s.meta,
             snapshot: Box::new(Cursor::new(s.data)),
         }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use openraft::CommittedLeaderId;
+    use openraft::EntryPayload;
+
+    use super::*;
+    use crate::kv::MemKv;
+    use crate::typ::Request;
+
+    fn normal(index: u64, command: bytes::Bytes) -> Entry {
+        Entry {
+            log_id: LogId::new(CommittedLeaderId::new(1, 1), index),
+            payload: EntryPayload::Normal(Request::new(command, 0, 0)),
+        }
+    }
+
+    #[test]
+    fn snapshot_round_trips_and_garbage_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = RaftDb::open(dir.path()).unwrap();
+        let sm = GroupStateMachine::open(db.clone(), GroupId(3), MemKv::default()).unwrap();
+        sm.apply_entries([normal(1, MemKv::set("a", "1")), normal(2, MemKv::incr("a"))]);
+        let snap = sm.build().unwrap();
+        assert_eq!(snap.meta.last_log_id.map(|l| l.index), Some(2));
+
+        // Reopening the group installs the stored snapshot.
+        let again = GroupStateMachine::open(db.clone(), GroupId(3), MemKv::default()).unwrap();
+        assert_eq!(
+            again.handle().read(|kv| kv.get("a").map(<[u8]>::to_vec)),
+            Some(b"2".to_vec())
+        );
+        assert_eq!(again.handle().last_applied(), snap.meta.last_log_id);
+
+        // Bytes that are not zstd, or zstd of garbage, leave the state as it was.
+        let before = again.handle().read(MemKv::clone);
+        assert!(again.install(&snap.meta, b"not zstd".to_vec()).is_err());
+        let garbage = codec::compress(b"\xff\xff\xff").unwrap();
+        assert!(matches!(
+            again.install(&snap.meta, garbage),
+            Err(Error::InvalidSnapshot(_))
+        ));
+        assert_eq!(again.handle().read(MemKv::clone), before);
     }
 }

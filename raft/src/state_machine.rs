@@ -16,7 +16,8 @@ pub trait StateMachine: Send + Sync + 'static {
     /// not panic, whatever the bytes.
     fn apply(&mut self, index: u64, request: &Request) -> Response;
 
-    /// Serializes the whole state (uncompressed; the adapter zstd-compresses it).
+    /// Serializes the whole state (uncompressed; the adapter zstd-compresses it). Called
+    /// under the state's read lock, so applies wait until it returns.
     fn snapshot(&self) -> Vec<u8>;
 
     /// Replaces the whole state with a snapshot made by [`StateMachine::snapshot`], possibly
