@@ -1,18 +1,23 @@
 //! An in-process [`GroupTransport`] for tests: a router of running groups, direct calls
 //! instead of sockets, and faults as filters (isolate a node: every message to or from it
-//! is dropped, as in a partition or a crash).
+//! is dropped, as in a partition or a crash). Optionally every message makes a trip through
+//! the wire encoding, to prove the RPC types serialize.
 
 use std::collections::HashMap;
 use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
 
+use openraft::error::NetworkError;
 use openraft::error::RPCError;
 use openraft::error::RemoteError;
 use openraft::error::Unreachable;
 use openraft::network::RPCOption;
 use parking_lot::Mutex;
+use serde::de::DeserializeOwned;
+use serde::Serialize;
 
+use crate::codec;
 use crate::error::Error;
 use crate::network::GroupTransport;
 use crate::typ::AppendEntriesRequest;
@@ -36,6 +41,9 @@ struct RouterState {
     rafts: HashMap<(NodeId, GroupId), Raft>,
     /// Nodes cut off from everyone.
     isolated: HashSet<NodeId>,
+    /// Round-trip every request and reply through the wire encoding (postcard), as a real
+    /// transport would, so a type that does not survive serialization fails the test.
+    wire: bool,
 }
 
 /// The in-process network: every node's groups register here, and transports made by
@@ -68,6 +76,17 @@ impl LocalRouter {
     /// Removes node `node`'s member of `group` (it stopped); messages to it are dropped.
     pub fn unregister(&self, node: NodeId, group: GroupId) {
         self.state.lock().rafts.remove(&(node, group));
+    }
+
+    /// Encodes and decodes every request and reply (and the peer's Raft error) on the way,
+    /// as a transport that serializes would.
+    pub fn encode_messages(&self, on: bool) {
+        self.state.lock().wire = on;
+    }
+
+    /// Whether messages are encoded on the way.
+    fn wire(&self) -> bool {
+        self.state.lock().wire
     }
 
     /// Drops every message to or from `node` until [`LocalRouter::heal`].
@@ -107,14 +126,29 @@ pub struct LocalTransport {
     from: NodeId,
 }
 
-/// Maps the target's answer to what the sender sees.
+/// A value after a trip through the wire encoding (when `on`); a value that does not
+/// survive is a network error, as a transport would report it.
+fn wire<T: Serialize + DeserializeOwned>(on: bool, value: T) -> Result<T, NetworkError> {
+    if !on {
+        return Ok(value);
+    }
+    codec::encode("rpc", &value)
+        .and_then(|bytes| codec::decode("rpc", &bytes))
+        .map_err(|e| NetworkError::new(&e))
+}
+
+/// Maps the target's answer to what the sender sees (through the wire encoding when `on`).
 // The error type is openraft's, fixed by `RaftNetwork`.
 #[allow(clippy::result_large_err)]
-fn reply<T, E: std::error::Error>(
-    to: NodeId,
-    res: Result<T, RaftError<E>>,
-) -> Result<T, RpcError<E>> {
-    res.map_err(|e| RPCError::RemoteError(RemoteError::new(to, e)))
+fn reply<T, E>(on: bool, to: NodeId, res: Result<T, RaftError<E>>) -> Result<T, RpcError<E>>
+where
+    T: Serialize + DeserializeOwned,
+    E: std::error::Error + Serialize + DeserializeOwned,
+{
+    match wire(on, res)? {
+        Ok(reply) => Ok(reply),
+        Err(e) => Err(RPCError::RemoteError(RemoteError::new(to, e))),
+    }
 }
 
 impl GroupTransport for LocalTransport {
@@ -127,10 +161,11 @@ impl GroupTransport for LocalTransport {
         _option: RPCOption,
     ) -> Result<AppendEntriesResponse, RpcError> {
         let raft = self.router.route(self.from, target, group)?;
-        let res = raft.append_entries(rpc).await;
+        let on = self.router.wire();
+        let res = raft.append_entries(wire(on, rpc)?).await;
         // A reply from a node isolated meanwhile is lost too.
         self.router.route(self.from, target, group)?;
-        reply(target, res)
+        reply(on, target, res)
     }
 
     async fn vote(
@@ -142,9 +177,10 @@ impl GroupTransport for LocalTransport {
         _option: RPCOption,
     ) -> Result<VoteResponse, RpcError> {
         let raft = self.router.route(self.from, target, group)?;
-        let res = raft.vote(rpc).await;
+        let on = self.router.wire();
+        let res = raft.vote(wire(on, rpc)?).await;
         self.router.route(self.from, target, group)?;
-        reply(target, res)
+        reply(on, target, res)
     }
 
     async fn install_snapshot(
@@ -159,11 +195,12 @@ impl GroupTransport for LocalTransport {
             .router
             .route(self.from, target, group)
             .map_err(RPCError::Unreachable)?;
-        let res = raft.install_snapshot(rpc).await;
+        let on = self.router.wire();
+        let res = raft.install_snapshot(wire(on, rpc)?).await;
         self.router
             .route(self.from, target, group)
             .map_err(RPCError::Unreachable)?;
-        reply(target, res)
+        reply(on, target, res)
     }
 
     fn backoff(&self) -> Duration {

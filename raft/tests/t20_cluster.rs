@@ -4,6 +4,7 @@
 mod common;
 
 use std::collections::BTreeMap;
+use std::time::Duration;
 
 use common::Cluster;
 use raft::GroupId;
@@ -47,6 +48,15 @@ async fn t20_failover_and_catch_up() {
     let second = c.leader(G).await;
     assert_ne!(second, first);
 
+    tracing::info!("--- a write to the cut-off old leader is never acknowledged");
+    let stale = c.request(MemKv::set("lost", "never acked"));
+    let old = c.raft(first, G);
+    let res = tokio::time::timeout(Duration::from_secs(2), old.client_write(stale)).await;
+    assert!(
+        !matches!(res, Ok(Ok(_))),
+        "isolated leader acknowledged a write"
+    );
+
     tracing::info!("--- write 10 more through {second}");
     for i in 10..20 {
         let (k, v) = (format!("k{i}"), format!("v{i}"));
@@ -73,6 +83,8 @@ async fn t20_failover_and_catch_up() {
             assert_eq!(kv.get(k), Some(v.as_bytes()), "node {id} key {k}");
         }
         assert_eq!(kv, reference, "node {id} diverged");
+        // The old leader's unreplicated entry was truncated away by the new leader's log.
+        assert_eq!(kv.get("lost"), None, "node {id}");
     }
     let m = c.raft(first, G).metrics().borrow().clone();
     assert_eq!(m.current_leader, Some(c.leader(G).await));

@@ -33,7 +33,7 @@ pub fn init_tracing() {
     let _ = tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| "warn,t=info".into()),
+                .unwrap_or_else(|_| "info,openraft=warn".into()),
         )
         .with_test_writer()
         .try_init();
@@ -90,7 +90,7 @@ pub fn node_addr(id: NodeId) -> Node {
 
 impl Cluster {
     /// Starts nodes `1..=n`, each running `groups`, and initializes every group with all
-    /// nodes as voters.
+    /// nodes as voters. Messages are encoded and decoded on the way.
     pub async fn start(n: u64, groups: &[GroupId], config: Config, seed: u64) -> Cluster {
         let tmp = tempfile::tempdir().unwrap();
         let mut cluster = Cluster {
@@ -103,6 +103,8 @@ impl Cluster {
             clock_ns: 1_700_000_000_000_000_000,
             _tmp: tmp,
         };
+        // Every RPC makes a trip through the wire encoding, as over cluster-bus.
+        cluster.router.encode_messages(true);
         for id in 1..=n {
             let dir = cluster._tmp.path().join(format!("node-{id}"));
             cluster.open_node(id, dir).await;
