@@ -18,7 +18,8 @@
 //!   [`StateHandle`] reads the state.
 //! - `network.rs`: [`GroupTransport`] (send a group's RPC to a node) and openraft's
 //!   network factory over it.
-//! - `local.rs`: [`LocalRouter`], an in-process transport with isolation faults, for tests.
+//! - `local.rs`: [`LocalRouter`], an in-process transport for tests: isolation faults, and
+//!   optionally every RPC round-tripped through the wire encoding.
 //! - `multi.rs`: [`MultiRaft`], a node's groups: open, look up, slot to group, close.
 //! - `slots.rs`: 16,384 slots to contiguous group ranges.
 //! - `kv.rs`: [`MemKv`], a tiny key-value state machine for tests.
