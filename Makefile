@@ -1,5 +1,6 @@
-# Thin wrappers around cargo. `make test` installs missing test dependencies first
-# (scripts/deps.sh: redis-tools/redis-server from apt, redis-py and pytest from PyPI).
+# Thin wrappers around cargo. `make test` installs missing build and test dependencies first
+# (scripts/deps.sh: librocksdb-dev/libclang-dev/libsnappy-dev and redis-tools/redis-server
+# from apt, redis-py and pytest from PyPI).
 
 CARGO_TARGET_DIR ?= $(CURDIR)/target
 export CARGO_TARGET_DIR
@@ -16,6 +17,7 @@ run:
 test: lint unit pytest
 
 lint:
+	./scripts/deps.sh
 	cargo fmt --all -- --check
 	cargo clippy --workspace --all-targets -- -D warnings
 

@@ -1,10 +1,16 @@
 #!/usr/bin/env bash
-# Installs what the test suite needs when it is missing: Debian's redis-tools and
-# redis-server (redis-cli for CLI tests, redis-server as the side-by-side peer) and the
-# Python clients (redis-py, pytest). Safe to run repeatedly; does nothing when all is there.
+# Installs what the build and the test suite need when it is missing: Debian's RocksDB,
+# libclang and Snappy (the raft crate links the system librocksdb; see .cargo/config.toml),
+# redis-tools and redis-server (redis-cli for CLI tests, redis-server as the side-by-side
+# peer) and the Python clients (redis-py, pytest). Safe to run repeatedly; does nothing when
+# all is there.
 set -euo pipefail
 
 need_apt=()
+# raft/: rocksdb's bindgen needs libclang; the crate links Debian's librocksdb (never builds it).
+for pkg in librocksdb-dev libclang-dev libsnappy-dev; do
+    dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "ok installed" || need_apt+=("$pkg")
+done
 command -v redis-cli >/dev/null 2>&1 || need_apt+=(redis-tools)
 command -v redis-server >/dev/null 2>&1 || need_apt+=(redis-server)
 if [ ${#need_apt[@]} -gt 0 ]; then

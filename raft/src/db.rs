@@ -1,0 +1,162 @@
+//! One RocksDB per node, shared by all of the node's groups (key layout: [`crate::codec`]).
+
+use std::path::Path;
+use std::sync::Arc;
+
+use rocksdb::ColumnFamily;
+use rocksdb::ColumnFamilyDescriptor;
+use rocksdb::Direction;
+use rocksdb::IteratorMode;
+use rocksdb::Options;
+use rocksdb::WriteBatch;
+use rocksdb::WriteOptions;
+use rocksdb::DB;
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+
+use crate::codec;
+use crate::error::Error;
+use crate::typ::GroupId;
+
+/// Column family of log entries.
+pub(crate) const CF_LOGS: &str = "logs";
+/// Column family of per-group metadata (vote, committed, purged, snapshot).
+pub(crate) const CF_META: &str = "meta";
+
+/// How the node's Raft database is opened.
+#[derive(Debug, Clone)]
+pub struct DbOptions {
+    /// fsync the WAL on every write (vote, append, purge). Raft's safety needs it; turn it
+    /// off only for throw-away tests.
+    pub sync: bool,
+}
+
+impl Default for DbOptions {
+    fn default() -> Self {
+        DbOptions { sync: true }
+    }
+}
+
+/// A node's Raft database: column families `logs` and `meta`, every key prefixed by its
+/// group id. Cheap to clone (one shared handle).
+#[derive(Clone)]
+pub struct RaftDb {
+    /// The open database.
+    db: Arc<DB>,
+    /// Whether writes fsync the WAL.
+    sync: bool,
+}
+
+impl std::fmt::Debug for RaftDb {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RaftDb")
+            .field("path", &self.db.path())
+            .field("sync", &self.sync)
+            .finish()
+    }
+}
+
+impl RaftDb {
+    /// Opens (or creates) the database in directory `path` with default options.
+    pub fn open(path: impl AsRef<Path>) -> Result<Self, Error> {
+        Self::open_with(path, DbOptions::default())
+    }
+
+    /// Opens (or creates) the database in directory `path`.
+    pub fn open_with(path: impl AsRef<Path>, options: DbOptions) -> Result<Self, Error> {
+        let mut opts = Options::default();
+        opts.create_if_missing(true);
+        opts.create_missing_column_families(true);
+        let cfs =
+            [CF_LOGS, CF_META].map(|name| ColumnFamilyDescriptor::new(name, Options::default()));
+        let db = DB::open_cf_descriptors(&opts, path, cfs)?;
+        Ok(RaftDb {
+            db: Arc::new(db),
+            sync: options.sync,
+        })
+    }
+
+    /// The groups that have anything stored (a vote, a purge mark or a snapshot), ascending.
+    pub fn groups(&self) -> Result<Vec<GroupId>, Error> {
+        let cf = self.cf(CF_META)?;
+        let mut groups: Vec<GroupId> = Vec::new();
+        let mut from = codec::meta_key(GroupId(0), b"");
+        loop {
+            let mut it = self
+                .db
+                .iterator_cf(cf, IteratorMode::From(&from, Direction::Forward));
+            let Some(item) = it.next() else { break };
+            let (key, _) = item?;
+            let group =
+                codec::meta_key_group(&key).ok_or_else(|| Error::corrupt("meta key", "short"))?;
+            groups.push(group);
+            match group.0.checked_add(1) {
+                Some(next) => from = codec::meta_key(GroupId(next), b""),
+                None => break,
+            }
+        }
+        Ok(groups)
+    }
+
+    /// The filesystem path of the database.
+    pub fn path(&self) -> &Path {
+        self.db.path()
+    }
+
+    /// How many handles share the database (1 once every group has let go of it).
+    pub(crate) fn handles(&self) -> usize {
+        Arc::strong_count(&self.db)
+    }
+
+    /// The underlying database.
+    pub(crate) fn db(&self) -> &DB {
+        &self.db
+    }
+
+    /// A column family opened by [`RaftDb::open_with`].
+    pub(crate) fn cf(&self, name: &'static str) -> Result<&ColumnFamily, Error> {
+        self.db
+            .cf_handle(name)
+            .ok_or_else(|| Error::corrupt("column family", format!("{name} missing")))
+    }
+
+    /// Reads and decodes meta value `name` of `group`.
+    pub(crate) fn get_meta<T: DeserializeOwned>(
+        &self,
+        group: GroupId,
+        name: &[u8],
+        what: &'static str,
+    ) -> Result<Option<T>, Error> {
+        let cf = self.cf(CF_META)?;
+        match self.db.get_pinned_cf(cf, codec::meta_key(group, name))? {
+            None => Ok(None),
+            Some(bytes) => codec::decode(what, &bytes).map(Some),
+        }
+    }
+
+    /// Adds meta value `name` of `group` to a batch.
+    pub(crate) fn put_meta<T: Serialize>(
+        &self,
+        batch: &mut WriteBatch,
+        group: GroupId,
+        name: &[u8],
+        what: &'static str,
+        value: &T,
+    ) -> Result<(), Error> {
+        let cf = self.cf(CF_META)?;
+        batch.put_cf(
+            cf,
+            codec::meta_key(group, name),
+            codec::encode(what, value)?,
+        );
+        Ok(())
+    }
+
+    /// Writes a batch atomically (fsynced when the database was opened with `sync`).
+    pub(crate) fn write(&self, batch: WriteBatch) -> Result<(), Error> {
+        let mut opts = WriteOptions::default();
+        opts.set_sync(self.sync);
+        self.db.write_opt(batch, &opts)?;
+        Ok(())
+    }
+}
