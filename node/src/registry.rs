@@ -583,7 +583,11 @@ pub(crate) mod tests {
         for &idx in reg.top_level() {
             let name = reg.entry(idx).spec.name;
             assert_eq!(reg.lookup(name.as_bytes()), Some(idx), "{name}");
-            assert_eq!(reg.lookup(name.to_ascii_uppercase().as_bytes()), Some(idx), "{name}");
+            assert_eq!(
+                reg.lookup(name.to_ascii_uppercase().as_bytes()),
+                Some(idx),
+                "{name}"
+            );
         }
     }
 
