@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Bytes per key: N small string keys (`key:<i>` -> a 16-byte value, pipelined SETs) loaded
+"""Bytes per key: N string keys (`key:<i>` -> a 16-byte value by default, pipelined SETs) loaded
 into Ember and into redis-server, one after the other, each a fresh process with nothing
 else in it. Reports, per server, used_memory and RSS before and after the load, the growth
 per key of each, and the Ember/Redis ratios, as a Markdown table; then MEMORY STATS's
@@ -53,13 +53,13 @@ def rss(pid: int) -> int:
     return 0
 
 
-def measure(name: str, argv: list[str], n: int, batch: int) -> dict:
+def measure(name: str, argv: list[str], n: int, batch: int, size: int) -> dict:
     proc, c, workdir = start(argv)
     try:
         time.sleep(0.3)
         used0 = int(c.info("memory")["used_memory"])
         rss0 = rss(proc.pid)
-        value = b"v" * 16
+        value = b"v" * size
         t0 = time.monotonic()
         for start_i in range(0, n, batch):
             p = c.pipeline(transaction=False)
@@ -95,13 +95,14 @@ def main() -> None:
     ap.add_argument("--redis", default=shutil.which("redis-server") or "redis-server")
     ap.add_argument("--keys", type=int, default=1_000_000)
     ap.add_argument("--batch", type=int, default=1000)
+    ap.add_argument("--value-size", type=int, default=16, help="bytes per value [16]")
     a = ap.parse_args()
     rows = [
-        measure("ember", [a.ember], a.keys, a.batch),
-        measure("redis-server", [a.redis, "--appendonly", "no"], a.keys, a.batch),
+        measure("ember", [a.ember], a.keys, a.batch, a.value_size),
+        measure("redis-server", [a.redis, "--appendonly", "no"], a.keys, a.batch, a.value_size),
     ]
     e, r = rows
-    print(f"{a.keys:,} keys `key:<i>` -> 16-byte string, pipelined {a.batch} per batch\n")
+    print(f"{a.keys:,} keys `key:<i>` -> {a.value_size}-byte string, pipelined {a.batch} per batch\n")
     print("| server | used_memory after | RSS after | bytes/key (used_memory) | "
           "bytes/key (RSS) | key-table overhead | MEMORY USAGE of one key | load s |")
     print("|---|---|---|---|---|---|---|---|")

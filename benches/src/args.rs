@@ -13,6 +13,8 @@ usage: ember-load [options]
   --threads N        generator worker threads (1; 1 = single-threaded runtime)
   --pipeline N       requests in flight per connection (30)
   --duration S       seconds to measure (5; 0 = only cleanup/prefill, then exit)
+  --requests N       send exactly N requests in all, then stop, however long it takes
+                     (0 = until --duration; for deterministic instruction counts)
   --command C        SET|GET|MGET|SETNX|APPEND|INCR|LPUSH|RPUSH|SADD|HSET|MSET|PING (SET)
   --data-size B      value size in bytes (256)
   --keyspace N       keys key:0..N-1 (1000000)
@@ -40,6 +42,8 @@ pub struct Args {
     pub pipeline: usize,
     /// Seconds to measure; 0 means setup only.
     pub duration: f64,
+    /// Requests to send in all, ignoring the deadline; 0 means until the deadline.
+    pub requests: u64,
     /// Command to send.
     pub command: Command,
     /// Value size in bytes.
@@ -71,6 +75,7 @@ impl Default for Args {
             threads: 1,
             pipeline: 30,
             duration: 5.0,
+            requests: 0,
             command: Command::Set,
             data_size: 256,
             keyspace: 1_000_000,
@@ -124,6 +129,7 @@ pub fn parse<I: IntoIterator<Item = String>>(argv: I) -> Result<Parsed, String> 
                     "--threads" => a.threads = num(&name, &v)?,
                     "--pipeline" => a.pipeline = num(&name, &v)?,
                     "--duration" => a.duration = num(&name, &v)?,
+                    "--requests" => a.requests = num(&name, &v)?,
                     "--command" => {
                         a.command =
                             Command::parse(&v).ok_or_else(|| format!("unknown command {v:?}"))?
@@ -172,7 +178,7 @@ mod tests {
     fn every_option() {
         let Parsed::Run(a) = p(
             "--host ::1 --port 7000 --clients 4 --threads 2 --pipeline 1 \
-             --duration 0.5 --command mget --data-size 10 --keyspace 99 --collections 7 \
+             --duration 0.5 --requests 77 --command mget --data-size 10 --keyspace 99 --collections 7 \
              --mget-keys 3 --mset-pairs 2 --prefill 50 --cleanup --seed 9 --json",
         )
         .unwrap() else {
@@ -187,6 +193,7 @@ mod tests {
                 threads: 2,
                 pipeline: 1,
                 duration: 0.5,
+                requests: 77,
                 command: Command::Mget,
                 data_size: 10,
                 keyspace: 99,

@@ -317,18 +317,26 @@ async fn run(a: &Args) -> Result<Report, String> {
     }
     let cpu0 = cpu::process_cpu_seconds();
     let start = Instant::now();
-    let deadline = start + Duration::from_secs_f64(a.duration);
+    let deadline = (a.requests == 0).then(|| start + Duration::from_secs_f64(a.duration));
     let mut tasks = Vec::with_capacity(a.clients);
     for (i, mut s) in streams.into_iter().enumerate() {
         let wl = wl.clone();
         let mut rng = Rng::new(a.seed.wrapping_add(i as u64));
         let pipeline = a.pipeline;
+        // With --requests, client i sends its share of exactly that many requests.
+        let clients = a.clients as u64;
+        let mut left = match a.requests {
+            0 => u64::MAX,
+            n => n / clients + u64::from((i as u64) < n % clients),
+        };
         tasks.push(tokio::spawn(async move {
-            drive(&mut s, pipeline, Some(deadline), true, move |out, max| {
-                for _ in 0..max {
+            drive(&mut s, pipeline, deadline, true, move |out, max| {
+                let n = (max as u64).min(left) as usize;
+                left -= n as u64;
+                for _ in 0..n {
                     wl.write_request(&mut rng, out);
                 }
-                max
+                n
             })
             .await
         }));

@@ -14,7 +14,7 @@ use tracing::debug;
 
 use crate::blocking::{TimeoutReply, Waiter, Wake};
 use crate::client::{Client, ClientInfo, Queued, ReplyMode};
-use crate::ctx::{run_command, Ctx};
+use crate::ctx::{run_command_since, Ctx};
 use crate::error::{CmdError, CmdResult};
 use crate::registry::{flags, CommandSpec, Unresolved};
 use crate::server::Server;
@@ -64,6 +64,7 @@ pub async fn serve(
         limits_epoch: server.live.epoch.load(Relaxed),
         spans: Vec::with_capacity(16),
         rbuf: Vec::with_capacity(READ_CHUNK),
+        clock: None,
         server: server.clone(),
         stats,
     };
@@ -94,6 +95,10 @@ struct Conn {
     limits_epoch: u64,
     spans: Vec<(usize, usize)>,
     rbuf: Vec<u8>,
+    /// The clock reading taken when the previous command finished, reused as the next
+    /// command's time (one clock read per command) while nothing came between them: it is
+    /// cleared whenever the connection waits (for input, a flush, a block, a pause).
+    clock: Option<u64>,
 }
 
 impl Conn {
@@ -188,6 +193,7 @@ impl Conn {
     async fn process(&mut self, stream: &mut TcpStream) -> std::io::Result<bool> {
         let mut start = 0;
         let mut close = false;
+        self.clock = None;
         while start < self.rbuf.len() {
             let parsed = self.parser.parse(&self.rbuf[start..], &mut self.spans);
             match parsed {
@@ -204,10 +210,12 @@ impl Conn {
                             &mut self.client,
                             &mut self.out,
                             args,
+                            &mut self.clock,
                         )
                         .await;
                         if let Some(b) = blocked {
                             start += consumed;
+                            self.clock = None;
                             if self.wait_blocked(stream, b).await? {
                                 close = true;
                                 break;
@@ -222,6 +230,7 @@ impl Conn {
                     }
                     if self.out.len() >= FLUSH_AT {
                         self.flush(stream).await?;
+                        self.clock = None;
                     }
                 }
                 Ok(None) => break,
@@ -367,13 +376,18 @@ impl Conn {
 
 /// Looks the command up, checks arity, auth and pause, runs it and accounts for it.
 /// Returns the block request of a command that found nothing to take.
+///
+/// `clock` is the reading the previous command of this batch ended at (see `Conn::clock`):
+/// the command's time when it runs without waiting, and then the reading it ended at.
 async fn execute(
     server: &Arc<Server>,
     stats: &WorkerStats,
     client: &mut Client,
     out: &mut ReplyWriter,
     args: Args<'_>,
+    clock: &mut Option<u64>,
 ) -> Option<Blocked> {
+    let mut reuse = clock.take();
     // CLIENT REPLY SKIP applies to the command after the SKIP.
     match client.reply_mode {
         ReplyMode::SkipNext => client.reply_mode = ReplyMode::Skipping,
@@ -421,6 +435,7 @@ async fn execute(
             } else {
                 rejected = false;
                 while let Some(wait) = server.pause.wait_for(spec) {
+                    reuse = None;
                     tokio::select! {
                         _ = tokio::time::sleep(wait) => {}
                         _ = server.pause.notify.notified() => {}
@@ -431,20 +446,26 @@ async fn execute(
                 let gate = if spec.has(flags::EXCLUSIVE) {
                     None
                 } else {
-                    match acquire_gate(server, stats, spec) {
+                    match acquire_gate(server, stats, spec, &mut reuse) {
                         Ok(g) => g,
                         Err(e) => return finish(stats, client, out, mark, Err(e), false),
                     }
+                };
+                // Eviction (before the command) may have taken a while.
+                let now = match reuse {
+                    Some(t) if !server.evict.enabled() => t,
+                    _ => clock::now_ns(),
                 };
                 let mut ctx = Ctx {
                     server,
                     client,
                     out,
                     stats,
-                    now: clock::now_ns(),
+                    now,
                     cmd_index: idx,
                 };
-                let r = run_command(&mut ctx, idx, args);
+                let (r, ended) = run_command_since(&mut ctx, idx, args, now);
+                *clock = Some(ended);
                 if let Some(req) = client.block_request.take() {
                     if r.is_ok() {
                         let (tx, rx) = oneshot::channel();
@@ -503,14 +524,17 @@ fn finish(
 /// Takes this worker's gate for a command. While a script or function has run past
 /// `busy-reply-threshold` (it holds every gate), commands get `-BUSY`, and ALLOW_BUSY ones
 /// (SCRIPT KILL, SHUTDOWN NOSAVE, ...) run without the gate.
+/// A wait makes the `clock` reading kept from the previous command stale: it is cleared.
 fn acquire_gate<'s>(
     server: &Server,
     stats: &'s WorkerStats,
     spec: &CommandSpec,
+    clock: &mut Option<u64>,
 ) -> Result<Option<parking_lot::MutexGuard<'s, ()>>, CmdError> {
     if let Some(g) = stats.gate.try_lock() {
         return Ok(Some(g));
     }
+    *clock = None;
     match server.wait_gate(&stats.gate) {
         Ok(g) => Ok(Some(g)),
         Err(_) if spec.has(flags::ALLOW_BUSY) => Ok(None),

@@ -138,12 +138,28 @@ impl<'a> Ctx<'a> {
 /// counts it, records the keys a successful write touched (see [`note_writes`]) and, with
 /// the AOF on, appends what it did (see [`crate::aof`]).
 pub fn run_command(ctx: &mut Ctx<'_>, idx: usize, args: Args<'_>) -> CmdResult {
+    run_command_since(ctx, idx, args, storage::clock::now_ns()).0
+}
+
+/// As [`run_command`] for a command whose time `t0` (ns since the epoch) was read just
+/// before it: the top level passes the reading its `ctx.now` came from, so one clock read
+/// serves both. Also returns the clock reading taken when the command finished (its time
+/// in INFO commandstats runs from `t0` to there), which the caller may reuse as the next
+/// command's time while nothing else ran in between.
+pub fn run_command_since(
+    ctx: &mut Ctx<'_>,
+    idx: usize,
+    args: Args<'_>,
+    t0: u64,
+) -> (CmdResult, u64) {
     let spec = ctx.server.registry.entry(idx).spec;
     let cstat = &ctx.stats.cmd[idx];
     let server = ctx.server;
-    let aof = crate::aof::begin(server, &mut ctx.now, spec, ctx.out.len())?;
+    let aof = match crate::aof::begin(server, &mut ctx.now, spec, ctx.out.len()) {
+        Ok(a) => a,
+        Err(e) => return (Err(e), t0),
+    };
     let saved = std::mem::replace(&mut ctx.cmd_index, idx);
-    let t0 = std::time::Instant::now();
     let r = match spec.handler {
         Some(h) => h(ctx, args),
         None => Err(CmdError::err("no handler")),
@@ -154,7 +170,8 @@ pub fn run_command(ctx: &mut Ctx<'_>, idx: usize, args: Args<'_>) -> CmdResult {
     ctx.cmd_index = saved;
     crate::notify::flush_recorded(ctx.server);
     WorkerStats::add(&cstat.calls, 1);
-    WorkerStats::add(&cstat.usec, t0.elapsed().as_micros() as u64);
+    let t1 = storage::clock::now_ns();
+    WorkerStats::add(&cstat.nsec, t1.saturating_sub(t0));
     WorkerStats::add(&ctx.stats.commands, 1);
     if r.is_err() {
         WorkerStats::add(&cstat.failed, 1);
@@ -162,7 +179,7 @@ pub fn run_command(ctx: &mut Ctx<'_>, idx: usize, args: Args<'_>) -> CmdResult {
         note_writes(ctx.server, ctx.client, spec, &args);
         note_reads(ctx.server, ctx.client, spec, &args);
     }
-    r
+    (r, t1)
 }
 
 /// After a successful read-only command of a tracking client (default mode): remembers its

@@ -376,8 +376,93 @@ pub struct Entry {
 /// Every command of this node, indexed for fast case-insensitive lookup.
 pub struct Registry {
     entries: Vec<Entry>,
-    by_name: HashMap<Vec<u8>, usize, RandomState>,
+    by_name: NameIndex,
     top: Vec<usize>,
+}
+
+/// Open-addressing index of the top-level command names, looked up case-insensitively
+/// without copying or lowercasing the name (every command pays for this lookup).
+struct NameIndex {
+    /// Entry index + 1 per slot; 0 is an empty slot. At most half full.
+    slots: Box<[u32]>,
+}
+
+impl NameIndex {
+    fn new() -> Self {
+        NameIndex {
+            slots: vec![0; 16].into_boxed_slice(),
+        }
+    }
+
+    /// A hash of `name` that is the same for every ASCII case of it.
+    #[inline]
+    fn hash(name: &[u8]) -> usize {
+        const K: u64 = 0x9e37_79b9_7f4a_7c15;
+        let mut h = name.len() as u64;
+        for &b in name {
+            // Bit 5 set: the same for both cases of a letter (and a few other pairs of
+            // bytes, which the comparison after the hash tells apart).
+            h = (h ^ u64::from(b | 0x20)).wrapping_mul(K);
+        }
+        (h ^ (h >> 29)) as usize
+    }
+
+    /// Whether `name` is `stored` (lower case) in any ASCII case.
+    #[inline]
+    fn same(stored: &str, name: &[u8]) -> bool {
+        let stored = stored.as_bytes();
+        stored.len() == name.len()
+            && stored
+                .iter()
+                .zip(name)
+                .all(|(&s, &n)| s == n.to_ascii_lowercase())
+    }
+
+    /// The entry named `name` (any case), given how to read an entry's name.
+    #[inline]
+    fn get<'e>(&self, name: &[u8], name_of: impl Fn(usize) -> &'e str) -> Option<usize> {
+        let mask = self.slots.len() - 1;
+        let mut i = Self::hash(name) & mask;
+        loop {
+            match self.slots[i] {
+                0 => return None,
+                s => {
+                    let idx = s as usize - 1;
+                    if Self::same(name_of(idx), name) {
+                        return Some(idx);
+                    }
+                }
+            }
+            i = (i + 1) & mask;
+        }
+    }
+
+    /// Maps `name` to entry `idx`, replacing an entry of the same name.
+    fn insert<'e>(&mut self, name: &[u8], idx: usize, name_of: impl Fn(usize) -> &'e str) {
+        let used = self.slots.iter().filter(|&&s| s != 0).count();
+        if (used + 1) * 2 > self.slots.len() {
+            let bigger = vec![0; self.slots.len() * 2].into_boxed_slice();
+            let old = std::mem::replace(&mut self.slots, bigger);
+            for s in old.iter().filter(|&&s| s != 0) {
+                let e = *s as usize - 1;
+                self.place(name_of(e).as_bytes(), e, &name_of);
+            }
+        }
+        self.place(name, idx, &name_of);
+    }
+
+    fn place<'e>(&mut self, name: &[u8], idx: usize, name_of: &impl Fn(usize) -> &'e str) {
+        let mask = self.slots.len() - 1;
+        let mut i = Self::hash(name) & mask;
+        loop {
+            let s = self.slots[i];
+            if s == 0 || Self::same(name_of(s as usize - 1), name) {
+                self.slots[i] = u32::try_from(idx + 1).expect("fewer than 2^32 commands");
+                return;
+            }
+            i = (i + 1) & mask;
+        }
+    }
 }
 
 impl Registry {
@@ -385,7 +470,7 @@ impl Registry {
     pub fn new(families: &[&'static [CommandSpec]]) -> Self {
         let mut r = Registry {
             entries: Vec::new(),
-            by_name: HashMap::default(),
+            by_name: NameIndex::new(),
             top: Vec::new(),
         };
         for fam in families {
@@ -397,7 +482,9 @@ impl Registry {
                     parent: None,
                     subs: HashMap::default(),
                 });
-                r.by_name.insert(spec.name.as_bytes().to_vec(), idx);
+                let entries = &r.entries;
+                r.by_name
+                    .insert(spec.name.as_bytes(), idx, |e| entries[e].spec.name);
                 r.top.push(idx);
                 for sub in spec.subcommands {
                     let sidx = r.entries.len();
@@ -418,7 +505,7 @@ impl Registry {
 
     /// Looks a top-level command up by name, case-insensitively.
     pub fn lookup(&self, name: &[u8]) -> Option<usize> {
-        with_lower(name, |n| self.by_name.get(n).copied())
+        self.by_name.get(name, |e| self.entries[e].spec.name)
     }
 
     /// Looks a subcommand of container `parent` up by name.
@@ -487,6 +574,27 @@ pub(crate) mod tests {
     use resp::Args;
 
     /// Splits `line` on spaces into (data, spans) for building [`Args`] in tests.
+    #[test]
+    fn lookup_any_case_and_only_exact_names() {
+        let reg = super::Registry::new(&crate::cmd::families());
+        let get = reg.lookup(b"get").expect("get");
+        assert_eq!(reg.lookup(b"GET"), Some(get));
+        assert_eq!(reg.lookup(b"gEt"), Some(get));
+        assert_eq!(reg.entry(get).spec.name, "get");
+        for bad in [&b"ge"[..], b"gett", b"g\xc5t", b"", b"get\0", b"GE\x14"] {
+            assert_eq!(reg.lookup(bad), None, "{bad:?}");
+        }
+        for &idx in reg.top_level() {
+            let name = reg.entry(idx).spec.name;
+            assert_eq!(reg.lookup(name.as_bytes()), Some(idx), "{name}");
+            assert_eq!(
+                reg.lookup(name.to_ascii_uppercase().as_bytes()),
+                Some(idx),
+                "{name}"
+            );
+        }
+    }
+
     pub(crate) fn split(line: &[u8]) -> (Vec<u8>, Vec<(usize, usize)>) {
         let mut spans = Vec::new();
         let mut start = 0;

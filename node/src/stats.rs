@@ -8,8 +8,9 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 pub struct CmdStat {
     /// Number of calls.
     pub calls: AtomicU64,
-    /// Microseconds spent.
-    pub usec: AtomicU64,
+    /// Nanoseconds spent, by the wall clock (INFO shows microseconds, as Redis's `ustime`
+    /// differences do).
+    pub nsec: AtomicU64,
     /// Calls rejected before running (arity, auth ...).
     pub rejected: AtomicU64,
     /// Calls that ran and replied with an error.
@@ -78,7 +79,7 @@ impl WorkerStats {
         }
         for s in self.cmd.iter() {
             s.calls.store(0, Relaxed);
-            s.usec.store(0, Relaxed);
+            s.nsec.store(0, Relaxed);
             s.rejected.store(0, Relaxed);
             s.failed.store(0, Relaxed);
         }

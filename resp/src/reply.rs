@@ -180,7 +180,13 @@ pub fn write_double(out: &mut Vec<u8>, v: f64) {
 /// Appends `s` with every `\r` and `\n` replaced by a space.
 #[inline]
 fn extend_sanitized(out: &mut Vec<u8>, s: &[u8]) {
-    if memchr::memchr2(b'\r', b'\n', s).is_none() {
+    // Short lines (OK, PONG, QUEUED ...): a plain scan beats memchr's setup.
+    let clean = if s.len() <= 16 {
+        !s.iter().any(|&c| c == b'\r' || c == b'\n')
+    } else {
+        memchr::memchr2(b'\r', b'\n', s).is_none()
+    };
+    if clean {
         out.extend_from_slice(s);
     } else {
         out.extend(s.iter().map(|&c| match c {

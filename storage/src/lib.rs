@@ -22,6 +22,7 @@ pub mod clock;
 pub mod compress;
 pub mod events;
 pub mod hash;
+pub mod key;
 pub mod keyspace;
 pub mod list;
 pub mod pattern;

@@ -11,6 +11,7 @@ use std::mem::size_of;
 use std::sync::atomic::Ordering::Relaxed;
 
 use resp::Args;
+use storage::key::ThinKey;
 use storage::{Entry, Value};
 
 use super::util::{is, parse_i64, reply_help};
@@ -56,10 +57,15 @@ pub fn alloc_class(n: usize) -> usize {
     }
 }
 
-/// One key's slot in its table: the boxed key pointer and the entry, plus a control byte.
-const SLOT: usize = size_of::<(Box<[u8]>, Entry)>() + 1;
+/// One key's slot in its table: the thin key pointer and the entry, plus a control byte.
+const SLOT: usize = size_of::<(ThinKey, Entry)>() + 1;
 /// One expiry-index element (deadline and key pointer), before B-tree node overhead.
-const EXPIRY_ELEM: usize = size_of::<(u64, Box<[u8]>)>();
+const EXPIRY_ELEM: usize = size_of::<(u64, ThinKey)>();
+
+/// The allocation of a key's bytes (with its length header).
+fn key_alloc(len: usize) -> usize {
+    alloc_class(ThinKey::alloc_len(len))
+}
 
 /// Bytes the value's own allocations take.
 fn value_usage(v: &Value) -> usize {
@@ -84,11 +90,11 @@ fn value_usage(v: &Value) -> usize {
 /// MEMORY USAGE's figure for `key` with `e`: table slot, key, value and expiry entry.
 pub fn key_usage(key: &[u8], e: &Entry) -> usize {
     let expiry = if e.expire_at().is_some() {
-        EXPIRY_ELEM + alloc_class(key.len())
+        EXPIRY_ELEM + key_alloc(key.len())
     } else {
         0
     };
-    SLOT + alloc_class(key.len()) + value_usage(&e.value) + expiry
+    SLOT + key_alloc(key.len()) + value_usage(&e.value) + expiry
 }
 
 /// What deleting `key` gives back to the allocator (the table slot stays: tables do not
@@ -399,11 +405,15 @@ mod tests {
         let h = hs.hash_one(&b"key:1"[..]);
         t.insert(h, b"key:1", v, 0, 1);
         let e = t.get_no_touch(h, b"key:1", 1).unwrap();
-        assert_eq!(key_usage(b"key:1", e), SLOT + 8 + 16);
-        assert_eq!(freed_by_delete(b"key:1", e), 8 + 16);
+        // The key's allocation: its 4-byte length and 5 bytes, size class 16.
+        let key = 16;
+        assert_eq!(ThinKey::alloc_len(5), 9);
+        assert_eq!(SLOT, 48 + 1);
+        assert_eq!(key_usage(b"key:1", e), SLOT + key + 16);
+        assert_eq!(freed_by_delete(b"key:1", e), key + 16);
         t.set_expire(h, b"key:1", 100, 1);
         let e = t.get_no_touch(h, b"key:1", 1).unwrap();
-        assert_eq!(key_usage(b"key:1", e), SLOT + 8 + 16 + EXPIRY_ELEM + 8);
+        assert_eq!(key_usage(b"key:1", e), SLOT + key + 16 + EXPIRY_ELEM + key);
     }
 
     #[test]

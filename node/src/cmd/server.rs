@@ -733,7 +733,8 @@ pub fn info_text(server: &Server, now: u64, want: impl Fn(&str) -> bool) -> Stri
                     .map(|c| f(c).load(Relaxed))
                     .sum()
             };
-            let (calls, usec) = (field(|c| &c.calls), field(|c| &c.usec));
+            let (calls, nsec) = (field(|c| &c.calls), field(|c| &c.nsec));
+            let usec = nsec / 1000;
             let (rejected, failed) = (field(|c| &c.rejected), field(|c| &c.failed));
             if calls == 0 && rejected == 0 && failed == 0 {
                 continue;
@@ -741,7 +742,7 @@ pub fn info_text(server: &Server, now: u64, want: impl Fn(&str) -> bool) -> Stri
             let per_call = if calls == 0 {
                 0.0
             } else {
-                usec as f64 / calls as f64
+                nsec as f64 / 1000.0 / calls as f64
             };
             let _ = write!(
                 s,
