@@ -1,0 +1,155 @@
+//! What a peer can send that is wrong: garbage bytes, unknown kinds, unknown groups. Each
+//! answers an error reply (never a panic), and the transport maps failures to openraft's
+//! errors so replication backs off.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use cluster_bus::pb;
+use cluster_bus::pb::raft_bus_client::RaftBusClient;
+use cluster_bus::pb::raft_reply::Reply;
+use cluster_bus::pb::BusErrorCode;
+use cluster_bus::pb::RaftKind;
+use cluster_bus::BusServer;
+use cluster_bus::BusTransport;
+use raft::openraft::error::RPCError;
+use raft::openraft::network::RPCOption;
+use raft::GroupId;
+use raft::GroupTransport;
+use raft::MemKv;
+use raft::MultiRaft;
+use raft::Node;
+use raft::RaftDb;
+use raft::Vote;
+use raft::VoteRequest;
+use tokio::net::TcpListener;
+
+/// A postcard-encoded vote request (what a real peer sends).
+fn vote_bytes() -> Vec<u8> {
+    postcard::to_stdvec(&VoteRequest::new(Vote::new(1, 2), None)).unwrap()
+}
+
+fn request(group: u32, kind: i32, payload: impl Into<bytes::Bytes>) -> pb::RaftRequest {
+    pb::RaftRequest {
+        group_id: group,
+        kind,
+        payload: payload.into(),
+    }
+}
+
+fn error_code(reply: pb::RaftReply) -> BusErrorCode {
+    match reply.reply {
+        Some(Reply::Error(e)) => BusErrorCode::try_from(e.code).unwrap(),
+        other => panic!("expected an error reply, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn t20_garbage_requests_answer_errors() {
+    let server = BusServer::new(1, |_| None);
+    let garbage: &[&[u8]] = &[b"", b"\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff", b"hello"];
+    for kind in [
+        RaftKind::AppendEntries,
+        RaftKind::Vote,
+        RaftKind::InstallSnapshot,
+    ] {
+        for g in garbage {
+            let reply = server.handle(request(1, kind.into(), g.to_vec())).await;
+            assert_eq!(error_code(reply), BusErrorCode::Malformed, "{kind:?} {g:?}");
+        }
+    }
+    let mut trailing = vote_bytes();
+    trailing.push(0);
+    let reply = server
+        .handle(request(1, RaftKind::Vote.into(), trailing))
+        .await;
+    assert_eq!(error_code(reply), BusErrorCode::Malformed);
+    for kind in [0, 99, -1] {
+        let reply = server.handle(request(1, kind, vote_bytes())).await;
+        assert_eq!(error_code(reply), BusErrorCode::Malformed, "kind {kind}");
+    }
+    let reply = server
+        .handle(request(7, RaftKind::Vote.into(), vote_bytes()))
+        .await;
+    assert_eq!(error_code(reply), BusErrorCode::UnknownGroup);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn t21_over_the_wire() {
+    common::init_tracing();
+    let g = GroupId(1);
+    let tmp = tempfile::tempdir().unwrap();
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap().to_string();
+    let db = RaftDb::open(tmp.path()).unwrap();
+    let transport = BusTransport::new(1, common::bus_config());
+    let multi = Arc::new(MultiRaft::new(1, db, common::test_config(), transport.clone()).unwrap());
+    let bus = BusServer::for_multi(&multi).spawn(listener).unwrap();
+    let group = multi.open_group(g, MemKv::default()).await.unwrap();
+    group
+        .raft
+        .initialize(BTreeMap::from([(
+            1,
+            Node::new("127.0.0.1:1", addr.clone()),
+        )]))
+        .await
+        .unwrap();
+
+    tracing::info!("--- raw garbage through a real socket: error replies, server lives");
+    let mut client = RaftBusClient::connect(format!("http://{addr}"))
+        .await
+        .unwrap();
+    for kind in [
+        RaftKind::AppendEntries,
+        RaftKind::Vote,
+        RaftKind::InstallSnapshot,
+    ] {
+        let reply = client
+            .raft(request(1, kind.into(), b"\x05garbage".to_vec()))
+            .await
+            .unwrap()
+            .into_inner();
+        assert_eq!(error_code(reply), BusErrorCode::Malformed);
+    }
+    let reply = client
+        .raft(request(1, RaftKind::Vote.into(), vote_bytes()))
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(matches!(reply.reply, Some(Reply::Result(_))), "{reply:?}");
+    assert_eq!(
+        transport.ping(&addr, Duration::from_secs(5)).await.unwrap(),
+        1
+    );
+
+    tracing::info!("--- transport errors map to openraft's: unknown group, dead peer");
+    let option = RPCOption::new(Duration::from_secs(2));
+    let rpc = VoteRequest::new(Vote::new(1, 2), None);
+    let here = Node::new("127.0.0.1:1", addr.clone());
+    let res = transport
+        .vote(GroupId(9), 1, &here, rpc.clone(), option.clone())
+        .await;
+    assert!(matches!(res, Err(RPCError::Unreachable(_))), "{res:?}");
+    let res = transport
+        .vote(g, 1, &here, rpc.clone(), option.clone())
+        .await;
+    assert!(res.is_ok(), "{res:?}");
+
+    let dead = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let dead_addr = dead.local_addr().unwrap().to_string();
+    drop(dead);
+    let nowhere = Node::new("127.0.0.1:1", dead_addr);
+    let res = transport
+        .vote(g, 2, &nowhere, rpc.clone(), option.clone())
+        .await;
+    assert!(matches!(res, Err(RPCError::Unreachable(_))), "{res:?}");
+    let bad = Node::new("127.0.0.1:1", "not an address");
+    let res = transport.vote(g, 2, &bad, rpc, option).await;
+    assert!(matches!(res, Err(RPCError::Unreachable(_))), "{res:?}");
+
+    bus.shutdown().await.unwrap();
+    multi.shutdown().await.unwrap();
+}
