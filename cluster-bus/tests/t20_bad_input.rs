@@ -153,3 +153,50 @@ async fn t21_over_the_wire() {
     bus.shutdown().await.unwrap();
     multi.shutdown().await.unwrap();
 }
+
+/// Opens TCP connections like [`cluster_bus::TcpConnector`] and counts them.
+#[derive(Clone, Default)]
+struct CountingConnector(Arc<std::sync::atomic::AtomicUsize>);
+
+impl cluster_bus::Connect for CountingConnector {
+    type Io = tokio::net::TcpStream;
+
+    async fn connect(&self, addr: &str) -> std::io::Result<Self::Io> {
+        self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        cluster_bus::TcpConnector.connect(addr).await
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn t22_silent_peer_times_out_and_the_channel_is_made_anew() {
+    common::init_tracing();
+    tracing::info!("--- a peer that accepts connections and never answers");
+    let hole = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = hole.local_addr().unwrap().to_string();
+    let held = tokio::spawn(async move {
+        let mut conns = Vec::new();
+        while let Ok((s, _)) = hole.accept().await {
+            conns.push(s);
+        }
+    });
+    let connector = CountingConnector::default();
+    let connects = connector.0.clone();
+    let transport = BusTransport::with_connector(1, common::bus_config(), connector);
+    let node = Node::new("127.0.0.1:1", addr);
+    let rpc = VoteRequest::new(Vote::new(1, 1), None);
+    let ttl = Duration::from_millis(200);
+    for _ in 0..2 {
+        let res = transport
+            .vote(GroupId(1), 2, &node, rpc.clone(), RPCOption::new(ttl))
+            .await;
+        match res {
+            Err(RPCError::Timeout(t)) => {
+                assert_eq!((t.id, t.target, t.timeout), (1, 2, ttl));
+            }
+            other => panic!("expected a timeout, got {other:?}"),
+        }
+    }
+    // The first channel was dropped after its timeout; the second call connected again.
+    assert!(connects.load(std::sync::atomic::Ordering::SeqCst) >= 2);
+    held.abort();
+}

@@ -109,11 +109,16 @@ impl Cluster {
     /// Starts nodes `1..=n` on ports chosen by the OS, each running `groups`, and
     /// initializes every group with all nodes as voters.
     pub async fn start(n: u64, groups: &[GroupId]) -> Cluster {
+        Self::start_with(n, groups, test_config()).await
+    }
+
+    /// [`Cluster::start`] with Raft config `config`.
+    pub async fn start_with(n: u64, groups: &[GroupId], config: Config) -> Cluster {
         let mut cluster = Cluster {
             nodes: BTreeMap::new(),
             addrs: BTreeMap::new(),
             groups: groups.to_vec(),
-            config: test_config(),
+            config,
             clock_ns: 1_700_000_000_000_000_000,
             tmp: tempfile::tempdir().unwrap(),
         };
