@@ -20,9 +20,9 @@ use tokio::io::AsyncWrite;
 use tokio::net::TcpListener;
 use tokio_stream::Stream;
 use tokio_stream::StreamExt;
-use tonic::transport::server::Connected;
 use tonic::transport::Server;
 
+use crate::connect::Accepted;
 use crate::error::Error;
 use crate::pb;
 use crate::pb::raft_bus_server::RaftBus;
@@ -161,8 +161,9 @@ impl BusServer {
             .max_encoding_message_size(MAX_MESSAGE_SIZE)
     }
 
-    /// Serves the connections `incoming` yields (e.g. a turmoil listener's) until
-    /// `shutdown` completes, then finishes the RPCs in flight.
+    /// Serves the connections `incoming` yields until `shutdown` completes, then finishes
+    /// the RPCs in flight. Any byte stream will do: a simulation passes the accepted
+    /// streams of e.g. a `turmoil::net::TcpListener`.
     pub async fn serve_with_incoming_shutdown<I, IO, IE, F>(
         self,
         incoming: I,
@@ -170,10 +171,11 @@ impl BusServer {
     ) -> Result<(), Error>
     where
         I: Stream<Item = Result<IO, IE>>,
-        IO: AsyncRead + AsyncWrite + Connected + Unpin + Send + 'static,
+        IO: AsyncRead + AsyncWrite + Unpin + Send + 'static,
         IE: Into<Box<dyn std::error::Error + Send + Sync>>,
         F: Future<Output = ()>,
     {
+        let incoming = incoming.map(|conn| conn.map(Accepted));
         Server::builder()
             .serve_with_incoming_shutdown(self.into_service(), incoming, shutdown)
             .await?;

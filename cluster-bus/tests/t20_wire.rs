@@ -1,6 +1,8 @@
-//! What a peer can send that is wrong: garbage bytes, unknown kinds, unknown groups. Each
-//! answers an error reply (never a panic), and the transport maps failures to openraft's
-//! errors so replication backs off.
+//! The bus between two ends: what a peer can send that is wrong (garbage bytes, unknown
+//! kinds, unknown groups: each answers an error reply, never a panic), how the transport
+//! maps failures to openraft's errors (unknown group and dead peer: unreachable; silent
+//! peer: timeout, then a new channel), and the seams a simulation plugs into (any
+//! connector, any stream of accepted connections).
 
 mod common;
 
@@ -199,4 +201,59 @@ async fn t22_silent_peer_times_out_and_the_channel_is_made_anew() {
     // The first channel was dropped after its timeout; the second call connected again.
     assert!(connects.load(std::sync::atomic::Ordering::SeqCst) >= 2);
     held.abort();
+}
+
+/// Connects through in-memory pipes handed to a server's incoming stream: the shape of a
+/// simulated network (turmoil) plugged into both seams.
+#[derive(Clone)]
+struct PipeConnector(tokio::sync::mpsc::UnboundedSender<tokio::io::DuplexStream>);
+
+impl cluster_bus::Connect for PipeConnector {
+    type Io = tokio::io::DuplexStream;
+
+    async fn connect(&self, _addr: &str) -> std::io::Result<Self::Io> {
+        let (client, server) = tokio::io::duplex(64 * 1024);
+        self.0
+            .send(server)
+            .map_err(|_| std::io::Error::other("server gone"))?;
+        Ok(client)
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn t23_serves_any_stream_and_connects_through_any_connector() {
+    use tokio_stream::StreamExt;
+
+    common::init_tracing();
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    let incoming =
+        tokio_stream::wrappers::UnboundedReceiverStream::new(rx).map(Ok::<_, std::io::Error>);
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let server = tokio::spawn(BusServer::new(5, |_| None).serve_with_incoming_shutdown(
+        incoming,
+        async {
+            let _ = stopped.await;
+        },
+    ));
+    let transport = BusTransport::with_connector(1, common::bus_config(), PipeConnector(tx));
+    assert_eq!(
+        transport
+            .ping("pipe:1", Duration::from_secs(5))
+            .await
+            .unwrap(),
+        5
+    );
+    let node = Node::new("pipe:0", "pipe:1");
+    let res = transport
+        .vote(
+            GroupId(1),
+            5,
+            &node,
+            VoteRequest::new(Vote::new(1, 1), None),
+            RPCOption::new(Duration::from_secs(5)),
+        )
+        .await;
+    assert!(matches!(res, Err(RPCError::Unreachable(_))), "{res:?}");
+    stop.send(()).unwrap();
+    server.await.unwrap().unwrap();
 }
