@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use parking_lot::Mutex;
 use raft::openraft::error::NetworkError;
+use raft::openraft::error::PayloadTooLarge;
 use raft::openraft::error::RPCError;
 use raft::openraft::error::RemoteError;
 use raft::openraft::error::Timeout;
@@ -59,6 +60,9 @@ pub struct BusConfig {
     pub keep_alive_timeout: Duration,
     /// How long openraft waits before replicating again to an unreachable peer.
     pub backoff: Duration,
+    /// The largest request sent (peers accept up to [`MAX_MESSAGE_SIZE`]); a larger
+    /// AppendEntries answers openraft `PayloadTooLarge`, so it sends fewer entries.
+    pub max_message_size: usize,
 }
 
 impl Default for BusConfig {
@@ -68,6 +72,7 @@ impl Default for BusConfig {
             keep_alive_interval: Duration::from_millis(500),
             keep_alive_timeout: Duration::from_millis(500),
             backoff: Duration::from_millis(200),
+            max_message_size: MAX_MESSAGE_SIZE,
         }
     }
 }
@@ -121,9 +126,10 @@ impl BusTransport<TcpConnector> {
 enum Failure {
     /// No reply within the time limit.
     Timeout(Duration),
-    /// The peer cannot be reached, or does not run the group: back off.
+    /// The peer cannot be reached, or its bus refused the RPC (group not running there,
+    /// bytes it cannot decode): retrying at once cannot help, so openraft backs off.
     Unreachable(Error),
-    /// Something worth retrying at once.
+    /// The connection failed mid-RPC: worth retrying at once on a new channel.
     Network(Error),
 }
 
@@ -211,24 +217,22 @@ impl<C: Connect> BusTransport<C> {
             Some(Reply::Result(bytes)) => Ok(bytes),
             Some(Reply::Error(e)) => {
                 let code = BusErrorCode::try_from(e.code).unwrap_or(BusErrorCode::Unspecified);
-                let err = Error::Peer {
+                Err(Failure::Unreachable(Error::Peer {
                     code,
                     message: e.message,
-                };
-                // A group not running there is like a stopped node: back off.
-                Err(if code == BusErrorCode::UnknownGroup {
-                    Failure::Unreachable(err)
-                } else {
-                    Failure::Network(err)
-                })
+                }))
             }
-            None => Err(Failure::Network(Error::malformed("raft reply", "empty"))),
+            None => Err(Failure::Unreachable(Error::malformed(
+                "raft reply",
+                "empty",
+            ))),
         }
     }
 
     /// Sends one Raft RPC of `group` to `target` and maps every failure to openraft's
     /// `RPCError`: `Timeout`, `Unreachable` (openraft backs off), `Network` (retried at
-    /// once) or `RemoteError` (the peer's Raft answered an error).
+    /// once), `PayloadTooLarge` (an AppendEntries of `entries` entries over
+    /// [`BusConfig::max_message_size`]: openraft sends fewer) or `RemoteError` (the peer's Raft answered an error).
     #[allow(clippy::too_many_arguments, clippy::result_large_err)]
     async fn call<Req, Resp, E>(
         &self,
@@ -238,6 +242,7 @@ impl<C: Connect> BusTransport<C> {
         kind: RaftKind,
         action: RPCTypes,
         rpc: &Req,
+        entries: Option<usize>,
         option: RPCOption,
     ) -> Result<Resp, RpcError<E>>
     where
@@ -247,6 +252,19 @@ impl<C: Connect> BusTransport<C> {
     {
         let payload = wire::encode("raft request", rpc)
             .map_err(|e| RPCError::Network(NetworkError::new(&e)))?;
+        let limit = self.inner.config.max_message_size;
+        if payload.len() > limit {
+            let e = Error::Encode {
+                what: "raft request",
+                reason: format!("{} bytes > {limit}", payload.len()),
+            };
+            return Err(match entries {
+                Some(n) if n > 1 => RPCError::PayloadTooLarge(
+                    PayloadTooLarge::new_entries_hint((n / 2) as u64).with_source_error(&e),
+                ),
+                _ => RPCError::Unreachable(Unreachable::new(&e)),
+            });
+        }
         let request = pb::RaftRequest {
             group_id: group.0,
             kind: kind.into(),
@@ -268,8 +286,9 @@ impl<C: Connect> BusTransport<C> {
             }
             Err(Failure::Network(e)) => return Err(RPCError::Network(NetworkError::new(&e))),
         };
+        // A reply that does not decode (a peer of another version) would not decode again.
         let result: Result<Resp, RaftError<E>> = wire::decode("raft reply", &bytes)
-            .map_err(|e| RPCError::Network(NetworkError::new(&e)))?;
+            .map_err(|e| RPCError::Unreachable(Unreachable::new(&e)))?;
         result.map_err(|e| RPCError::RemoteError(RemoteError::new(target, e)))
     }
 
@@ -306,6 +325,7 @@ impl<C: Connect> GroupTransport for BusTransport<C> {
             RaftKind::AppendEntries,
             RPCTypes::AppendEntries,
             &rpc,
+            Some(rpc.entries.len()),
             option,
         )
         .await
@@ -326,6 +346,7 @@ impl<C: Connect> GroupTransport for BusTransport<C> {
             RaftKind::Vote,
             RPCTypes::Vote,
             &rpc,
+            None,
             option,
         )
         .await
@@ -346,6 +367,7 @@ impl<C: Connect> GroupTransport for BusTransport<C> {
             RaftKind::InstallSnapshot,
             RPCTypes::InstallSnapshot,
             &rpc,
+            None,
             option,
         )
         .await

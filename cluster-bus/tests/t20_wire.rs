@@ -257,3 +257,41 @@ async fn t23_serves_any_stream_and_connects_through_any_connector() {
     stop.send(()).unwrap();
     server.await.unwrap().unwrap();
 }
+
+#[tokio::test]
+async fn t24_oversized_append_entries_asks_openraft_for_fewer_entries() {
+    use raft::openraft::CommittedLeaderId;
+    use raft::openraft::EntryPayload;
+    use raft::openraft::LogId;
+
+    let config = cluster_bus::BusConfig {
+        max_message_size: 1000,
+        ..common::bus_config()
+    };
+    // Nothing listens there: the size check comes before any connection.
+    let transport = BusTransport::new(1, config);
+    let node = Node::new("127.0.0.1:1", "127.0.0.1:1");
+    let append = |n: u64| raft::AppendEntriesRequest {
+        vote: Vote::new_committed(1, 1),
+        prev_log_id: None,
+        leader_commit: None,
+        entries: (1..=n)
+            .map(|i| raft::Entry {
+                log_id: LogId::new(CommittedLeaderId::new(1, 1), i),
+                payload: EntryPayload::Normal(raft::Request::new(vec![b'x'; 400], 0, 0)),
+            })
+            .collect(),
+    };
+    let option = RPCOption::new(Duration::from_secs(1));
+    let res = transport
+        .append_entries(GroupId(1), 2, &node, append(8), option.clone())
+        .await;
+    match res {
+        Err(RPCError::PayloadTooLarge(e)) => assert_eq!(e.entries_hint(), 4),
+        other => panic!("expected PayloadTooLarge, got {other:?}"),
+    }
+    let res = transport
+        .append_entries(GroupId(1), 2, &node, append(1), option.clone())
+        .await;
+    assert!(matches!(res, Err(RPCError::Unreachable(_))), "{res:?}");
+}
