@@ -1,0 +1,379 @@
+//! The sending side: raft's [`GroupTransport`] over tonic, one HTTP/2 channel per peer.
+//!
+//! A channel is made lazily on the first RPC to an address and shared by every group. After
+//! a timeout or a transport error it is dropped and the next RPC makes a new one: a channel
+//! that lived through a partition can otherwise hang forever.
+
+use std::collections::HashMap;
+use std::sync::atomic::AtomicU64;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+use parking_lot::Mutex;
+use raft::openraft::error::NetworkError;
+use raft::openraft::error::PayloadTooLarge;
+use raft::openraft::error::RPCError;
+use raft::openraft::error::RemoteError;
+use raft::openraft::error::Timeout;
+use raft::openraft::error::Unreachable;
+use raft::openraft::network::RPCOption;
+use raft::openraft::network::RPCTypes;
+use raft::AppendEntriesRequest;
+use raft::AppendEntriesResponse;
+use raft::GroupId;
+use raft::GroupTransport;
+use raft::InstallSnapshotError;
+use raft::InstallSnapshotRequest;
+use raft::InstallSnapshotResponse;
+use raft::Node;
+use raft::NodeId;
+use raft::RaftError;
+use raft::RpcError;
+use raft::VoteRequest;
+use raft::VoteResponse;
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use tonic::transport::Channel;
+use tonic::transport::Endpoint;
+
+use crate::connect::Connect;
+use crate::connect::ConnectService;
+use crate::connect::TcpConnector;
+use crate::error::Error;
+use crate::pb;
+use crate::pb::raft_bus_client::RaftBusClient;
+use crate::pb::raft_reply::Reply;
+use crate::pb::BusErrorCode;
+use crate::pb::RaftKind;
+use crate::wire;
+use crate::MAX_MESSAGE_SIZE;
+
+/// Timing of the client side.
+#[derive(Debug, Clone)]
+pub struct BusConfig {
+    /// Limit on opening a connection to a peer.
+    pub connect_timeout: Duration,
+    /// HTTP/2 PING interval on every connection, idle or not.
+    pub keep_alive_interval: Duration,
+    /// A connection whose PING is not answered within this is closed.
+    pub keep_alive_timeout: Duration,
+    /// How long openraft waits before replicating again to an unreachable peer.
+    pub backoff: Duration,
+    /// The largest request sent (peers accept up to [`MAX_MESSAGE_SIZE`]); a larger
+    /// AppendEntries answers openraft `PayloadTooLarge`, so it sends fewer entries.
+    pub max_message_size: usize,
+}
+
+impl Default for BusConfig {
+    fn default() -> Self {
+        BusConfig {
+            connect_timeout: Duration::from_millis(500),
+            keep_alive_interval: Duration::from_millis(500),
+            keep_alive_timeout: Duration::from_millis(500),
+            backoff: Duration::from_millis(200),
+            max_message_size: MAX_MESSAGE_SIZE,
+        }
+    }
+}
+
+/// A peer's shared channel and the generation it was made in (so an RPC that failed on an
+/// old channel does not drop a newer one).
+struct Peer {
+    /// Distinguishes this channel from its replacements.
+    generation: u64,
+    /// The client over the channel (cloning shares the channel).
+    client: RaftBusClient<Channel>,
+}
+
+/// What every clone of a [`BusTransport`] shares.
+struct Inner<C> {
+    /// The sending node (named in openraft's timeout errors).
+    node_id: NodeId,
+    /// Opens connections.
+    connector: C,
+    /// Timing.
+    config: BusConfig,
+    /// Channels by peer bus address.
+    peers: Mutex<HashMap<String, Peer>>,
+    /// The next channel generation.
+    next_generation: AtomicU64,
+}
+
+/// A node's cluster-bus client: raft's [`GroupTransport`] over one multiplexed HTTP/2
+/// channel per peer address, opened with connector `C`. Clones share the channels.
+pub struct BusTransport<C = TcpConnector> {
+    /// Shared state.
+    inner: Arc<Inner<C>>,
+}
+
+impl<C> Clone for BusTransport<C> {
+    fn clone(&self) -> Self {
+        BusTransport {
+            inner: self.inner.clone(),
+        }
+    }
+}
+
+impl BusTransport<TcpConnector> {
+    /// Node `node_id`'s transport over TCP.
+    pub fn new(node_id: NodeId, config: BusConfig) -> Self {
+        Self::with_connector(node_id, config, TcpConnector)
+    }
+}
+
+/// How an RPC failed below Raft, before it is mapped to openraft's `RPCError`.
+enum Failure {
+    /// No reply within the time limit.
+    Timeout(Duration),
+    /// The peer cannot be reached, or its bus refused the RPC (group not running there,
+    /// bytes it cannot decode): retrying at once cannot help, so openraft backs off.
+    Unreachable(Error),
+    /// The connection failed mid-RPC: worth retrying at once on a new channel.
+    Network(Error),
+}
+
+impl<C: Connect> BusTransport<C> {
+    /// Node `node_id`'s transport opening connections with `connector` (e.g. turmoil's).
+    pub fn with_connector(node_id: NodeId, config: BusConfig, connector: C) -> Self {
+        BusTransport {
+            inner: Arc::new(Inner {
+                node_id,
+                connector,
+                config,
+                peers: Mutex::new(HashMap::new()),
+                next_generation: AtomicU64::new(0),
+            }),
+        }
+    }
+
+    /// The shared client of `addr`, made (not yet connected) when there is none.
+    fn client(&self, addr: &str) -> Result<(u64, RaftBusClient<Channel>), Error> {
+        let mut peers = self.inner.peers.lock();
+        if let Some(p) = peers.get(addr) {
+            return Ok((p.generation, p.client.clone()));
+        }
+        let cfg = &self.inner.config;
+        let endpoint = Endpoint::from_shared(format!("http://{addr}"))
+            .map_err(|e| Error::BadAddress {
+                addr: addr.to_string(),
+                reason: e.to_string(),
+            })?
+            .connect_timeout(cfg.connect_timeout)
+            .http2_keep_alive_interval(cfg.keep_alive_interval)
+            .keep_alive_timeout(cfg.keep_alive_timeout)
+            .keep_alive_while_idle(true);
+        let channel =
+            endpoint.connect_with_connector_lazy(ConnectService(self.inner.connector.clone()));
+        let client = RaftBusClient::new(channel)
+            .max_decoding_message_size(MAX_MESSAGE_SIZE)
+            .max_encoding_message_size(MAX_MESSAGE_SIZE);
+        let generation = self.inner.next_generation.fetch_add(1, Ordering::Relaxed);
+        peers.insert(
+            addr.to_string(),
+            Peer {
+                generation,
+                client: client.clone(),
+            },
+        );
+        Ok((generation, client))
+    }
+
+    /// Drops the channel of `addr` made in `generation`, if it is still the current one.
+    fn drop_channel(&self, addr: &str, generation: u64) {
+        let mut peers = self.inner.peers.lock();
+        if peers.get(addr).is_some_and(|p| p.generation == generation) {
+            peers.remove(addr);
+            tracing::debug!(node = self.inner.node_id, addr, "bus channel dropped");
+        }
+    }
+
+    /// Sends one request to `addr` within `ttl` and returns the peer's `result` bytes.
+    async fn send(
+        &self,
+        addr: &str,
+        request: pb::RaftRequest,
+        ttl: Duration,
+    ) -> Result<bytes::Bytes, Failure> {
+        let (generation, mut client) = self.client(addr).map_err(Failure::Unreachable)?;
+        let reply = match tokio::time::timeout(ttl, client.raft(request)).await {
+            Err(_) => {
+                self.drop_channel(addr, generation);
+                return Err(Failure::Timeout(ttl));
+            }
+            Ok(Err(status)) => {
+                self.drop_channel(addr, generation);
+                let unreachable = status.code() == tonic::Code::Unavailable;
+                let e = Error::from(status);
+                return Err(if unreachable {
+                    Failure::Unreachable(e)
+                } else {
+                    Failure::Network(e)
+                });
+            }
+            Ok(Ok(reply)) => reply.into_inner(),
+        };
+        match reply.reply {
+            Some(Reply::Result(bytes)) => Ok(bytes),
+            Some(Reply::Error(e)) => {
+                let code = BusErrorCode::try_from(e.code).unwrap_or(BusErrorCode::Unspecified);
+                Err(Failure::Unreachable(Error::Peer {
+                    code,
+                    message: e.message,
+                }))
+            }
+            None => Err(Failure::Unreachable(Error::malformed(
+                "raft reply",
+                "empty",
+            ))),
+        }
+    }
+
+    /// Sends one Raft RPC of `group` to `target` and maps every failure to openraft's
+    /// `RPCError`: `Timeout`, `Unreachable` (openraft backs off), `Network` (retried at
+    /// once), `PayloadTooLarge` (an AppendEntries of `entries` entries over
+    /// [`BusConfig::max_message_size`]: openraft sends fewer) or `RemoteError` (the peer's Raft answered an error).
+    #[allow(clippy::too_many_arguments, clippy::result_large_err)]
+    async fn call<Req, Resp, E>(
+        &self,
+        group: GroupId,
+        target: NodeId,
+        node: &Node,
+        kind: RaftKind,
+        action: RPCTypes,
+        rpc: &Req,
+        entries: Option<usize>,
+        option: RPCOption,
+    ) -> Result<Resp, RpcError<E>>
+    where
+        Req: Serialize,
+        Resp: DeserializeOwned,
+        E: std::error::Error + DeserializeOwned,
+    {
+        let payload = wire::encode("raft request", rpc)
+            .map_err(|e| RPCError::Network(NetworkError::new(&e)))?;
+        let limit = self.inner.config.max_message_size;
+        if payload.len() > limit {
+            let e = Error::Encode {
+                what: "raft request",
+                reason: format!("{} bytes > {limit}", payload.len()),
+            };
+            return Err(match entries {
+                Some(n) if n > 1 => RPCError::PayloadTooLarge(
+                    PayloadTooLarge::new_entries_hint((n / 2) as u64).with_source_error(&e),
+                ),
+                _ => RPCError::Unreachable(Unreachable::new(&e)),
+            });
+        }
+        let request = pb::RaftRequest {
+            group_id: group.0,
+            kind: kind.into(),
+            payload,
+        };
+        let ttl = option.hard_ttl();
+        let bytes = match self.send(&node.bus_addr, request, ttl).await {
+            Ok(bytes) => bytes,
+            Err(Failure::Timeout(timeout)) => {
+                return Err(RPCError::Timeout(Timeout {
+                    action,
+                    id: self.inner.node_id,
+                    target,
+                    timeout,
+                }))
+            }
+            Err(Failure::Unreachable(e)) => {
+                return Err(RPCError::Unreachable(Unreachable::new(&e)))
+            }
+            Err(Failure::Network(e)) => return Err(RPCError::Network(NetworkError::new(&e))),
+        };
+        // A reply that does not decode (a peer of another version) would not decode again.
+        let result: Result<Resp, RaftError<E>> = wire::decode("raft reply", &bytes)
+            .map_err(|e| RPCError::Unreachable(Unreachable::new(&e)))?;
+        result.map_err(|e| RPCError::RemoteError(RemoteError::new(target, e)))
+    }
+
+    /// Asks the bus at `addr` for its node id, within `timeout` (node health).
+    pub async fn ping(&self, addr: &str, timeout: Duration) -> Result<NodeId, Error> {
+        let (generation, mut client) = self.client(addr)?;
+        match tokio::time::timeout(timeout, client.ping(pb::PingRequest {})).await {
+            Err(_) => {
+                self.drop_channel(addr, generation);
+                Err(Error::Timeout(timeout))
+            }
+            Ok(Err(status)) => {
+                self.drop_channel(addr, generation);
+                Err(status.into())
+            }
+            Ok(Ok(reply)) => Ok(reply.into_inner().node_id),
+        }
+    }
+}
+
+impl<C: Connect> GroupTransport for BusTransport<C> {
+    async fn append_entries(
+        &self,
+        group: GroupId,
+        target: NodeId,
+        node: &Node,
+        rpc: AppendEntriesRequest,
+        option: RPCOption,
+    ) -> Result<AppendEntriesResponse, RpcError> {
+        self.call(
+            group,
+            target,
+            node,
+            RaftKind::AppendEntries,
+            RPCTypes::AppendEntries,
+            &rpc,
+            Some(rpc.entries.len()),
+            option,
+        )
+        .await
+    }
+
+    async fn vote(
+        &self,
+        group: GroupId,
+        target: NodeId,
+        node: &Node,
+        rpc: VoteRequest,
+        option: RPCOption,
+    ) -> Result<VoteResponse, RpcError> {
+        self.call(
+            group,
+            target,
+            node,
+            RaftKind::Vote,
+            RPCTypes::Vote,
+            &rpc,
+            None,
+            option,
+        )
+        .await
+    }
+
+    async fn install_snapshot(
+        &self,
+        group: GroupId,
+        target: NodeId,
+        node: &Node,
+        rpc: InstallSnapshotRequest,
+        option: RPCOption,
+    ) -> Result<InstallSnapshotResponse, RpcError<InstallSnapshotError>> {
+        self.call(
+            group,
+            target,
+            node,
+            RaftKind::InstallSnapshot,
+            RPCTypes::InstallSnapshot,
+            &rpc,
+            None,
+            option,
+        )
+        .await
+    }
+
+    fn backoff(&self) -> Duration {
+        self.inner.config.backoff
+    }
+}
