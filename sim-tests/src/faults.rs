@@ -100,7 +100,13 @@ impl Faults {
             self.undo(sim, fault, now);
         }
         if now >= self.next_at {
-            self.start_one(sim, shared, now);
+            // A drawn fault may not fit (its links are broken already, too many nodes
+            // down): draw again a few times.
+            for _ in 0..4 {
+                if self.start_one(sim, shared, now) {
+                    break;
+                }
+            }
             self.next_at = now + Duration::from_millis(self.rng.random_range(150..900));
         }
     }
@@ -156,15 +162,15 @@ impl Faults {
         self.nodes[self.rng.random_range(0..self.nodes.len())]
     }
 
-    /// Starts one random fault.
-    fn start_one(&mut self, sim: &mut turmoil::Sim<'_>, shared: &Shared, now: Duration) {
+    /// Starts one random fault; false when the drawn one does not fit now.
+    fn start_one(&mut self, sim: &mut turmoil::Sim<'_>, shared: &Shared, now: Duration) -> bool {
         let lasts = Duration::from_millis(self.rng.random_range(200..2500));
         let kind = self.rng.random_range(0..100);
         let fault = if kind < 15 {
             // Crash and later restart a node, keeping at most a minority down.
             let node = self.some_node();
             if self.crashed.contains(&node) || self.crashed.len() + 1 > (self.nodes.len() - 1) / 2 {
-                return;
+                return false;
             }
             sim.crash(host_name(node));
             shared.registry.borrow_mut().remove(&node);
@@ -185,7 +191,7 @@ impl Faults {
             if what == "link" {
                 let other = self.some_node();
                 if other == node {
-                    return;
+                    return false;
                 }
                 let link = match self.rng.random_range(0..3) {
                     0 => Link::Partitioned,
@@ -219,7 +225,7 @@ impl Faults {
                 }
             }
             if broken.is_empty() {
-                return;
+                return false;
             }
             self.log.push(format!(
                 "{now:?}: {what} n{node} for {lasts:?}: {:?}",
@@ -231,6 +237,7 @@ impl Faults {
             Active::Links(broken)
         };
         self.active.push((now + lasts, fault));
+        true
     }
 
     /// Undoes one fault.

@@ -90,6 +90,9 @@ pub struct NodeSpec {
     pub seed: u64,
     /// Snapshot every this many log entries (`None`: never).
     pub snapshot_every: Option<u64>,
+    /// A deliberate bug: serve reads from the local state machine of whichever node is
+    /// asked, without `ensure_linearizable` (shows that the checker catches stale reads).
+    pub stale_reads: bool,
 }
 
 /// Raft timing of node `id` at its `boot`-th start. openraft draws election timeouts from
@@ -159,25 +162,29 @@ pub async fn run_node(spec: NodeSpec, shared: Rc<Shared>) -> turmoil::Result {
         shared.initialized.set(true);
     }
     tracing::info!(node = spec.id, boot, "node up");
-    serve_clients(multi).await?;
+    serve_clients(multi, spec.stale_reads).await?;
     Ok(())
 }
 
 /// Accepts client connections forever.
-async fn serve_clients(multi: Arc<SimMulti>) -> std::io::Result<()> {
+async fn serve_clients(multi: Arc<SimMulti>, stale_reads: bool) -> std::io::Result<()> {
     let listener = turmoil::net::TcpListener::bind(("0.0.0.0", CLIENT_PORT)).await?;
     loop {
         let (stream, _) = listener.accept().await?;
-        tokio::task::spawn_local(serve_connection(multi.clone(), stream));
+        tokio::task::spawn_local(serve_connection(multi.clone(), stream, stale_reads));
     }
 }
 
 /// Answers one connection's requests in order.
-async fn serve_connection(multi: Arc<SimMulti>, stream: turmoil::net::TcpStream) {
+async fn serve_connection(
+    multi: Arc<SimMulti>,
+    stream: turmoil::net::TcpStream,
+    stale_reads: bool,
+) {
     let (read, mut write) = stream.into_split();
     let mut lines = BufReader::new(read).lines();
     while let Ok(Some(line)) = lines.next_line().await {
-        let reply = execute(&multi, &line).await;
+        let reply = execute(&multi, &line, stale_reads).await;
         if write
             .write_all(format!("{}\n", reply.replace('\n', " ")).as_bytes())
             .await
@@ -188,8 +195,8 @@ async fn serve_connection(multi: Arc<SimMulti>, stream: turmoil::net::TcpStream)
     }
 }
 
-/// The reply line to request `line`.
-async fn execute(multi: &SimMulti, line: &str) -> String {
+/// The reply line to request `line` (`stale_reads`: see [`NodeSpec::stale_reads`]).
+async fn execute(multi: &SimMulti, line: &str, stale_reads: bool) -> String {
     let parts: Vec<&str> = line.split(' ').collect();
     let (op, group, key, value) = match parts.as_slice() {
         [op, g, k] => (*op, *g, *k, None),
@@ -201,7 +208,11 @@ async fn execute(multi: &SimMulti, line: &str) -> String {
     };
     let command = match (op, value) {
         ("GET", None) => {
-            return match group.raft.ensure_linearizable().await {
+            let checked = match stale_reads {
+                true => Ok(None),
+                false => group.raft.ensure_linearizable().await,
+            };
+            return match checked {
                 Ok(_) => match group.state.read(|kv| kv.get(key).map(<[u8]>::to_vec)) {
                     Some(v) => format!("VAL {}", String::from_utf8_lossy(&v)),
                     None => "NIL".into(),

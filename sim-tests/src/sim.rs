@@ -46,6 +46,8 @@ pub struct SimConfig {
     pub faults: bool,
     /// Snapshot every this many entries (`None`: never).
     pub snapshot_every: Option<u64>,
+    /// A deliberate bug in the nodes (see [`crate::node::NodeSpec::stale_reads`]).
+    pub stale_reads: bool,
 }
 
 impl Default for SimConfig {
@@ -59,6 +61,7 @@ impl Default for SimConfig {
             calm: Duration::from_secs(20),
             faults: true,
             snapshot_every: Some(40),
+            stale_reads: false,
         }
     }
 }
@@ -175,6 +178,7 @@ pub fn run(seed: u64, cfg: &SimConfig) -> SimReport {
             dir: tmp.path().join(format!("node-{id}")),
             seed,
             snapshot_every: cfg.snapshot_every,
+            stale_reads: cfg.stale_reads,
         };
         let shared = shared.clone();
         sim.host(host_name(id), move || {
