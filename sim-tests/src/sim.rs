@@ -22,6 +22,7 @@ use crate::client::Keyspace;
 use crate::faults::Faults;
 use crate::history::History;
 use crate::history::Op;
+use crate::history::Outcome;
 use crate::node::host_name;
 use crate::node::run_node;
 use crate::node::NodeSpec;
@@ -73,6 +74,8 @@ pub struct Replica {
     pub last_applied: Option<LogId>,
     /// The state machine.
     pub kv: MemKv,
+    /// The last log id covered by the replica's snapshot.
+    pub snapshot: Option<LogId>,
 }
 
 /// What one simulation produced.
@@ -124,7 +127,7 @@ fn converged(shared: &Shared, nodes: u64) -> Option<BTreeMap<(GroupId, NodeId), 
     let mut out = BTreeMap::new();
     for g in groups {
         let mut leader = None;
-        let mut first: Option<(Option<NodeId>, Replica)> = None;
+        let mut first: Option<(Option<NodeId>, Option<LogId>, MemKv)> = None;
         for (&id, multi) in registry.iter() {
             let group = multi.group(g)?;
             let m = group.raft.metrics().borrow().clone();
@@ -140,10 +143,13 @@ fn converged(shared: &Shared, nodes: u64) -> Option<BTreeMap<(GroupId, NodeId), 
             let replica = Replica {
                 last_applied: m.last_applied,
                 kv: group.state.read(MemKv::clone),
+                snapshot: m.snapshot,
             };
+            // Snapshots are taken by each replica on its own schedule: not compared.
+            let view = (m.current_leader, replica.last_applied, replica.kv.clone());
             match &first {
-                None => first = Some((m.current_leader, replica.clone())),
-                Some(f) if *f != (m.current_leader, replica.clone()) => return None,
+                None => first = Some(view),
+                Some(f) if *f != view => return None,
                 Some(_) => {}
             }
             out.insert((g, id), replica);
@@ -153,6 +159,60 @@ fn converged(shared: &Shared, nodes: u64) -> Option<BTreeMap<(GroupId, NodeId), 
         }
     }
     Some(out)
+}
+
+/// Each replica's Raft view, for reports: state, term, leader, last log index, applied.
+fn describe(shared: &Shared) -> String {
+    let mut out = Vec::new();
+    for (&id, multi) in shared.registry.borrow().iter() {
+        for g in multi.group_ids() {
+            if let Some(group) = multi.group(g) {
+                let m = group.raft.metrics().borrow().clone();
+                out.push(format!(
+                    "{g} n{id}: {:?} vote {} leader {:?} log {:?} applied {:?}",
+                    m.state,
+                    m.vote,
+                    m.current_leader,
+                    m.last_log_index,
+                    m.last_applied.map(|l| l.index)
+                ));
+            }
+        }
+    }
+    out.join("; ")
+}
+
+/// Every key's last read by the final reader must show the converged state.
+fn check_final_reads(
+    history: &[Op],
+    replicas: &BTreeMap<(GroupId, NodeId), Replica>,
+    keys: &Keyspace,
+    violations: &mut Vec<String>,
+) {
+    for key in keys.all() {
+        let group = keys.group(key);
+        let Some(replica) = replicas
+            .iter()
+            .find(|((g, _), _)| *g == group)
+            .map(|(_, r)| r)
+        else {
+            continue;
+        };
+        let stored = replica
+            .kv
+            .get(key)
+            .map(|v| String::from_utf8_lossy(v).into_owned());
+        let read = history
+            .iter()
+            .rev()
+            .find(|op| op.client == 0 && op.key == *key)
+            .map(|op| op.outcome.clone());
+        if read != Some(Outcome::Done(stored.clone())) {
+            violations.push(format!(
+                "final read of {key} gave {read:?}, replicas hold {stored:?}"
+            ));
+        }
+    }
 }
 
 /// Runs the simulation of `seed`.
@@ -243,8 +303,8 @@ pub fn run(seed: u64, cfg: &SimConfig) -> SimReport {
         }
         if sim.elapsed() > total {
             violations.push(format!(
-                "no convergence by {total:?} (clients done: {done}, running nodes: {:?})",
-                shared.registry.borrow().keys().collect::<Vec<_>>()
+                "no convergence by {total:?} (clients done: {done}): {}",
+                describe(&shared)
             ));
             break;
         }
@@ -253,6 +313,10 @@ pub fn run(seed: u64, cfg: &SimConfig) -> SimReport {
     if let Err(e) = checker::check(&ops) {
         violations.push(e.to_string());
     }
+    if !replicas.is_empty() {
+        check_final_reads(&ops, &replicas, &keys, &mut violations);
+    }
+    violations.truncate(20);
     let elapsed = sim.elapsed();
     drop(sim);
     shared.registry.borrow_mut().clear();

@@ -2,6 +2,7 @@
 //!
 //! ```text
 //! cargo run -p ember-sim-tests --bin sim -- --seeds 1000 [--from 0] [--nodes 5] [--groups 3]
+//!     [--clients 4] [--registers 6] [--counters 3]
 //! cargo run -p ember-sim-tests --bin sim -- --reproduce 42 [--verbose]
 //! ```
 
@@ -48,6 +49,8 @@ fn parse() -> Result<Args, String> {
             "--nodes" => args.cfg.nodes = value("--nodes")?,
             "--groups" => args.cfg.groups = value("--groups")? as u32,
             "--clients" => args.cfg.clients = value("--clients")? as u32,
+            "--registers" => args.cfg.keys.0 = value("--registers")? as usize,
+            "--counters" => args.cfg.keys.1 = value("--counters")? as usize,
             "--verbose" => args.verbose = true,
             other => return Err(format!("unknown argument {other}")),
         }
@@ -71,6 +74,14 @@ fn main() -> ExitCode {
             }
             for op in &report.history {
                 println!("op {op}");
+            }
+            for ((g, n), r) in &report.replicas {
+                println!(
+                    "replica {g} n{n}: applied {:?}, snapshot {:?}, {} keys",
+                    r.last_applied,
+                    r.snapshot,
+                    r.kv.map.len()
+                );
             }
         }
         println!(
