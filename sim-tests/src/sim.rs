@@ -182,6 +182,48 @@ fn describe(shared: &Shared) -> String {
     out.join("; ")
 }
 
+/// What the per-step invariants remember.
+#[derive(Default)]
+struct Applied {
+    /// The log id seen applied at each (group, index), on any node.
+    at: BTreeMap<(GroupId, u64), LogId>,
+    /// The last applied index seen on each (group, node, boot).
+    last: BTreeMap<(GroupId, NodeId, u64), u64>,
+}
+
+/// State-machine safety, checked after every step: two replicas never apply different
+/// entries at one index (an applied entry is committed, and a committed index holds one
+/// entry), and a replica's applied index never goes back while it runs.
+fn check_applied(shared: &Shared, seen: &mut Applied, now: Duration, violations: &mut Vec<String>) {
+    let boots = shared.boots.borrow();
+    for (&id, multi) in shared.registry.borrow().iter() {
+        let boot = boots.get(&id).copied().unwrap_or(0);
+        for g in multi.group_ids() {
+            let Some(group) = multi.group(g) else {
+                continue;
+            };
+            let Some(applied) = group.raft.metrics().borrow().last_applied else {
+                continue;
+            };
+            let first = *seen.at.entry((g, applied.index)).or_insert(applied);
+            if first != applied {
+                violations.push(format!(
+                    "{now:?}: {g} n{id} applied {applied} at index {}, another replica {first}",
+                    applied.index
+                ));
+            }
+            let last = seen.last.entry((g, id, boot)).or_insert(applied.index);
+            if applied.index < *last {
+                violations.push(format!(
+                    "{now:?}: {g} n{id} applied index went back from {last} to {}",
+                    applied.index
+                ));
+            }
+            *last = applied.index;
+        }
+    }
+}
+
 /// Every key's last read by the final reader must show the converged state.
 fn check_final_reads(
     history: &[Op],
@@ -278,6 +320,7 @@ pub fn run(seed: u64, cfg: &SimConfig) -> SimReport {
     let mut violations = Vec::new();
     let mut replicas = BTreeMap::new();
     let mut healed = false;
+    let mut applied = Applied::default();
     loop {
         let now = sim.elapsed();
         if now < cfg.chaos {
@@ -295,6 +338,7 @@ pub fn run(seed: u64, cfg: &SimConfig) -> SimReport {
                 break;
             }
         };
+        check_applied(&shared, &mut applied, now, &mut violations);
         if done && healed {
             if let Some(r) = converged(&shared, cfg.nodes) {
                 replicas = r;

@@ -84,10 +84,13 @@ fn main() -> ExitCode {
                 );
             }
         }
+        let mut hasher = std::hash::DefaultHasher::new();
+        std::hash::Hash::hash(&report.fingerprint(), &mut hasher);
         println!(
-            "seed {seed}: {} ops, {:?} virtual, {}",
+            "seed {seed}: {} ops, {:?} virtual, fingerprint {:016x}, {}",
             report.history.len(),
             report.elapsed,
+            std::hash::Hasher::finish(&hasher),
             if report.passed() { "ok" } else { "FAILED" }
         );
         for v in &report.violations {
