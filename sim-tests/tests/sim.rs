@@ -7,25 +7,38 @@
 
 use std::time::Duration;
 
+use sim_tests::history::Outcome;
 use sim_tests::sim;
 use sim_tests::sim::SimConfig;
 
-/// Runs `seeds` and fails listing every seed that did not pass.
-fn run_seeds(seeds: impl IntoIterator<Item = u64>, cfg: &SimConfig) {
+/// Runs `seeds`, fails listing every seed that did not pass, and returns how many
+/// crashes and operations of unknown outcome the seeds had (so a test can demand that
+/// the faults really happened).
+fn run_seeds(seeds: impl IntoIterator<Item = u64>, cfg: &SimConfig) -> (usize, usize) {
     let mut failed = Vec::new();
+    let (mut crashes, mut unknown) = (0, 0);
     for seed in seeds {
         let report = sim::run(seed, cfg);
         assert!(!report.history.is_empty(), "seed {seed} recorded nothing");
         if !report.passed() {
             failed.push(format!("seed {seed}: {}", report.violations.join("\n")));
         }
+        crashes += report.faults.iter().filter(|f| f.contains("crash")).count();
+        unknown += report
+            .history
+            .iter()
+            .filter(|op| op.outcome == Outcome::Unknown)
+            .count();
     }
     assert!(failed.is_empty(), "failing seeds:\n{}", failed.join("\n"));
+    (crashes, unknown)
 }
 
 #[test]
 fn three_nodes_two_groups_ci_seeds() {
-    run_seeds(0..10, &SimConfig::default());
+    let (crashes, unknown) = run_seeds(0..16, &SimConfig::default());
+    assert!(crashes > 0, "no seed crashed a node");
+    assert!(unknown > 0, "no operation had an unknown outcome");
 }
 
 #[test]
@@ -37,7 +50,10 @@ fn five_nodes_three_groups_ci_seeds() {
         keys: (6, 3),
         ..SimConfig::default()
     };
-    run_seeds(100..104, &cfg);
+    // Seed 102 once looked like a bug: two nodes leading g1 in term 14. openraft 0.9's
+    // default leader id is (term, node), so one term may have several leaders, each
+    // with its own log ids; it is safe, and the checks here no longer assume one.
+    run_seeds(100..106, &cfg);
 }
 
 #[test]
@@ -74,7 +90,7 @@ fn without_faults_every_operation_succeeds() {
     assert!(report
         .history
         .iter()
-        .all(|op| op.outcome != sim_tests::history::Outcome::Unknown));
+        .all(|op| op.outcome != Outcome::Unknown));
 }
 
 #[test]
