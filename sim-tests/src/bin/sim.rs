@@ -2,7 +2,7 @@
 //!
 //! ```text
 //! cargo run -p ember-sim-tests --bin sim -- --seeds 1000 [--from 0] [--nodes 5] [--groups 3]
-//!     [--clients 4] [--registers 6] [--counters 3]
+//!     [--clients 4] [--registers 6] [--counters 3] [--chaos-secs 8] [--snapshot-every 40|0]
 //! cargo run -p ember-sim-tests --bin sim -- --reproduce 42 [--verbose]
 //! ```
 
@@ -51,6 +51,12 @@ fn parse() -> Result<Args, String> {
             "--clients" => args.cfg.clients = value("--clients")? as u32,
             "--registers" => args.cfg.keys.0 = value("--registers")? as usize,
             "--counters" => args.cfg.keys.1 = value("--counters")? as usize,
+            "--chaos-secs" => {
+                args.cfg.chaos = std::time::Duration::from_secs(value("--chaos-secs")?)
+            }
+            "--snapshot-every" => {
+                args.cfg.snapshot_every = Some(value("--snapshot-every")?).filter(|&n| n > 0)
+            }
             "--verbose" => args.verbose = true,
             other => return Err(format!("unknown argument {other}")),
         }
