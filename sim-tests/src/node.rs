@@ -90,9 +90,19 @@ pub struct NodeSpec {
     pub seed: u64,
     /// Snapshot every this many log entries (`None`: never).
     pub snapshot_every: Option<u64>,
-    /// A deliberate bug: serve reads from the local state machine of whichever node is
-    /// asked, without `ensure_linearizable` (shows that the checker catches stale reads).
-    pub stale_reads: bool,
+    /// A deliberate bug to plant (shows that the checks catch it), or `None`.
+    pub mutant: Option<Mutant>,
+}
+
+/// A deliberate bug in the node's client protocol, to show the checks catch it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mutant {
+    /// Reads come from the local state machine of whichever node is asked, without
+    /// `ensure_linearizable`.
+    StaleReads,
+    /// A put is acknowledged as soon as the node proposes it, before it commits (and on
+    /// a node that is not the leader, where the proposal is refused).
+    AckBeforeCommit,
 }
 
 /// Raft timing of node `id` at its `boot`-th start. openraft draws election timeouts from
@@ -162,16 +172,16 @@ pub async fn run_node(spec: NodeSpec, shared: Rc<Shared>) -> turmoil::Result {
         shared.initialized.set(true);
     }
     tracing::info!(node = spec.id, boot, "node up");
-    serve_clients(multi, spec.stale_reads).await?;
+    serve_clients(multi, spec.mutant).await?;
     Ok(())
 }
 
 /// Accepts client connections forever.
-async fn serve_clients(multi: Arc<SimMulti>, stale_reads: bool) -> std::io::Result<()> {
+async fn serve_clients(multi: Arc<SimMulti>, mutant: Option<Mutant>) -> std::io::Result<()> {
     let listener = turmoil::net::TcpListener::bind(("0.0.0.0", CLIENT_PORT)).await?;
     loop {
         let (stream, _) = listener.accept().await?;
-        tokio::task::spawn_local(serve_connection(multi.clone(), stream, stale_reads));
+        tokio::task::spawn_local(serve_connection(multi.clone(), stream, mutant));
     }
 }
 
@@ -179,12 +189,12 @@ async fn serve_clients(multi: Arc<SimMulti>, stale_reads: bool) -> std::io::Resu
 async fn serve_connection(
     multi: Arc<SimMulti>,
     stream: turmoil::net::TcpStream,
-    stale_reads: bool,
+    mutant: Option<Mutant>,
 ) {
     let (read, mut write) = stream.into_split();
     let mut lines = BufReader::new(read).lines();
     while let Ok(Some(line)) = lines.next_line().await {
-        let reply = execute(&multi, &line, stale_reads).await;
+        let reply = execute(&multi, &line, mutant).await;
         if write
             .write_all(format!("{}\n", reply.replace('\n', " ")).as_bytes())
             .await
@@ -195,8 +205,8 @@ async fn serve_connection(
     }
 }
 
-/// The reply line to request `line` (`stale_reads`: see [`NodeSpec::stale_reads`]).
-async fn execute(multi: &SimMulti, line: &str, stale_reads: bool) -> String {
+/// The reply line to request `line` (with the planted bug `mutant`, if any).
+async fn execute(multi: &SimMulti, line: &str, mutant: Option<Mutant>) -> String {
     let parts: Vec<&str> = line.split(' ').collect();
     let (op, group, key, value) = match parts.as_slice() {
         [op, g, k] => (*op, *g, *k, None),
@@ -208,9 +218,9 @@ async fn execute(multi: &SimMulti, line: &str, stale_reads: bool) -> String {
     };
     let command = match (op, value) {
         ("GET", None) => {
-            let checked = match stale_reads {
-                true => Ok(None),
-                false => group.raft.ensure_linearizable().await,
+            let checked = match mutant {
+                Some(Mutant::StaleReads) => Ok(None),
+                _ => group.raft.ensure_linearizable().await,
             };
             return match checked {
                 Ok(_) => match group.state.read(|kv| kv.get(key).map(<[u8]>::to_vec)) {
@@ -228,6 +238,11 @@ async fn execute(multi: &SimMulti, line: &str, stale_reads: bool) -> String {
         _ => return "FAIL malformed".into(),
     };
     let now = turmoil::since_epoch().unwrap_or_default().as_nanos() as u64;
+    if op == "PUT" && mutant == Some(Mutant::AckBeforeCommit) {
+        let raft = group.raft.clone();
+        tokio::spawn(async move { raft.client_write(Request::new(command, now, 0)).await });
+        return "OK OK".into();
+    }
     match group.raft.client_write(Request::new(command, now, 0)).await {
         Ok(resp) => format!("OK {}", String::from_utf8_lossy(&resp.data.0)),
         Err(RaftError::APIError(ClientWriteError::ForwardToLeader(f))) => redirect(f.leader_id),

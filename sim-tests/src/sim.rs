@@ -25,6 +25,7 @@ use crate::history::Op;
 use crate::history::Outcome;
 use crate::node::host_name;
 use crate::node::run_node;
+use crate::node::Mutant;
 use crate::node::NodeSpec;
 use crate::node::Shared;
 
@@ -47,8 +48,8 @@ pub struct SimConfig {
     pub faults: bool,
     /// Snapshot every this many entries (`None`: never).
     pub snapshot_every: Option<u64>,
-    /// A deliberate bug in the nodes (see [`crate::node::NodeSpec::stale_reads`]).
-    pub stale_reads: bool,
+    /// A deliberate bug planted in every node (to test the checks), or `None`.
+    pub mutant: Option<Mutant>,
 }
 
 impl Default for SimConfig {
@@ -62,7 +63,7 @@ impl Default for SimConfig {
             calm: Duration::from_secs(20),
             faults: true,
             snapshot_every: Some(40),
-            stale_reads: false,
+            mutant: None,
         }
     }
 }
@@ -280,7 +281,7 @@ pub fn run(seed: u64, cfg: &SimConfig) -> SimReport {
             dir: tmp.path().join(format!("node-{id}")),
             seed,
             snapshot_every: cfg.snapshot_every,
-            stale_reads: cfg.stale_reads,
+            mutant: cfg.mutant,
         };
         let shared = shared.clone();
         sim.host(host_name(id), move || {

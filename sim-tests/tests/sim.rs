@@ -8,6 +8,7 @@
 use std::time::Duration;
 
 use sim_tests::history::Outcome;
+use sim_tests::node::Mutant;
 use sim_tests::sim;
 use sim_tests::sim::SimConfig;
 
@@ -93,21 +94,27 @@ fn without_faults_every_operation_succeeds() {
         .all(|op| op.outcome != Outcome::Unknown));
 }
 
-#[test]
-fn stale_reads_are_caught() {
+/// True when some seed of `seeds` fails with `mutant` planted in the nodes.
+fn caught(mutant: Mutant, seeds: std::ops::Range<u64>) -> bool {
     let cfg = SimConfig {
-        stale_reads: true,
+        mutant: Some(mutant),
         ..SimConfig::default()
     };
-    let caught = (0..6).any(|seed| {
-        let report = sim::run(seed, &cfg);
-        report
-            .violations
-            .iter()
-            .any(|v| v.contains("not linearizable"))
-    });
+    seeds.into_iter().any(|seed| !sim::run(seed, &cfg).passed())
+}
+
+#[test]
+fn stale_reads_are_caught() {
     assert!(
-        caught,
+        caught(Mutant::StaleReads, 0..6),
         "reads served without ensure_linearizable went unnoticed"
+    );
+}
+
+#[test]
+fn writes_acknowledged_before_commit_are_caught() {
+    assert!(
+        caught(Mutant::AckBeforeCommit, 0..6),
+        "puts acknowledged before commit went unnoticed"
     );
 }
