@@ -14,7 +14,7 @@ use tracing::debug;
 
 use crate::blocking::{TimeoutReply, Waiter, Wake};
 use crate::client::{Client, ClientInfo, Queued, ReplyMode};
-use crate::ctx::{run_command, Ctx};
+use crate::ctx::{run_command, CmdRng, Ctx};
 use crate::error::{CmdError, CmdResult};
 use crate::registry::{flags, CommandSpec, Unresolved};
 use crate::server::Server;
@@ -443,6 +443,7 @@ async fn execute(
                     stats,
                     now: clock::now_ns(),
                     cmd_index: idx,
+                    rng: CmdRng::Thread,
                 };
                 let r = run_command(&mut ctx, idx, args);
                 if let Some(req) = client.block_request.take() {
@@ -518,8 +519,9 @@ fn acquire_gate<'s>(
     }
 }
 
-/// The registry index of the command (or subcommand) named by `args`.
-fn resolve(server: &Server, args: Args<'_>) -> Result<usize, CmdError> {
+/// The registry index of the command (or subcommand) named by `args`, or the error a
+/// client gets for an unknown one (also the Raft apply's, [`crate::cluster`]).
+pub(crate) fn resolve(server: &Server, args: Args<'_>) -> Result<usize, CmdError> {
     let reg = &server.registry;
     reg.resolve(&args).map_err(|why| match why {
         Unresolved::Unknown => unknown_command(args),
