@@ -304,6 +304,17 @@ async fn t20_same_seed_same_pops_other_seed_other_pops() {
         run_at(&s, &cmd(&[b"SRANDMEMBER", &k, b"-5"]), 2, seed)
     };
     assert_eq!(srand(3), srand(3));
+    let hrand = |seed: u64| {
+        let s = new_server();
+        run_at(
+            &s,
+            &cmd(&[b"HSET", &k, b"a", b"1", b"b", b"2", b"c", b"3"]),
+            1,
+            0,
+        );
+        run_at(&s, &cmd(&[b"HRANDFIELD", &k, b"-8"]), 2, seed)
+    };
+    assert_eq!(hrand(5), hrand(5));
     // A script's math.random restarts from the seed: what other scripts drew on this
     // replica before does not matter.
     let script = cmd(&[
