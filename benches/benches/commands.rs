@@ -68,6 +68,7 @@ impl Node {
             stats: &stats,
             now: storage::clock::now_ns(),
             cmd_index: idx,
+            rng: node::ctx::CmdRng::Thread,
         };
         run_command(&mut ctx, idx, args).expect("command succeeds");
         self.out.clear();

@@ -58,6 +58,7 @@ fn run(server: &Arc<Server>, client: &mut Client, out: &mut ReplyWriter, args: A
         stats: &stats,
         now: storage::clock::now_ns(),
         cmd_index: idx,
+        rng: node::ctx::CmdRng::Thread,
     };
     let _ = run_command(&mut ctx, idx, args);
     // Nothing may stay asked-for: no client waits here.

@@ -69,7 +69,7 @@ use storage::rdb;
 use tracing::{info, warn};
 
 use crate::client::{BlockMode, Client, ClientInfo};
-use crate::ctx::Ctx;
+use crate::ctx::{CmdRng, Ctx};
 use crate::error::CmdError;
 use crate::registry::{flags, CommandSpec, Unresolved};
 use crate::server::Server;
@@ -1331,6 +1331,7 @@ impl<'s> Replayer<'s> {
             stats: &self.server.workers[0],
             now: self.now,
             cmd_index: idx,
+            rng: CmdRng::Thread,
         };
         // Errors are ignored, as Redis ignores the replies of AOF commands.
         let _ = h(&mut ctx, a);

@@ -23,7 +23,7 @@ use storage::clock;
 use tokio::sync::oneshot;
 
 use crate::client::{BlockMode, Client, ClientInfo};
-use crate::ctx::{run_command, Ctx};
+use crate::ctx::{run_command, CmdRng, Ctx};
 use crate::server::Server;
 use crate::stats::WorkerStats;
 
@@ -283,6 +283,7 @@ fn run_waiter(
             stats,
             now: clock::now_ns(),
             cmd_index: w.cmd_index,
+            rng: CmdRng::Thread,
         };
         run_command(&mut ctx, w.cmd_index, args)
     };

@@ -14,7 +14,7 @@ use tracing::debug;
 
 use crate::blocking::{TimeoutReply, Waiter, Wake};
 use crate::client::{Client, ClientInfo, Queued, ReplyMode};
-use crate::ctx::{run_command_since, Ctx};
+use crate::ctx::{run_command_since, CmdRng, Ctx};
 use crate::error::{CmdError, CmdResult};
 use crate::registry::{flags, CommandSpec, Unresolved};
 use crate::server::Server;
@@ -463,6 +463,7 @@ async fn execute(
                     stats,
                     now,
                     cmd_index: idx,
+                    rng: CmdRng::Thread,
                 };
                 let (r, ended) = run_command_since(&mut ctx, idx, args, now);
                 *clock = Some(ended);
@@ -542,8 +543,9 @@ fn acquire_gate<'s>(
     }
 }
 
-/// The registry index of the command (or subcommand) named by `args`.
-fn resolve(server: &Server, args: Args<'_>) -> Result<usize, CmdError> {
+/// The registry index of the command (or subcommand) named by `args`, or the error a
+/// client gets for an unknown one (also the Raft apply's, [`crate::cluster`]).
+pub(crate) fn resolve(server: &Server, args: Args<'_>) -> Result<usize, CmdError> {
     let reg = &server.registry;
     reg.resolve(&args).map_err(|why| match why {
         Unresolved::Unknown => unknown_command(args),

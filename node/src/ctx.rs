@@ -27,6 +27,56 @@ pub struct Ctx<'a> {
     pub now: u64,
     /// Registry index of the running command.
     pub cmd_index: usize,
+    /// Where the command's random choices come from (SPOP, SRANDMEMBER, HRANDFIELD,
+    /// ZRANDMEMBER): the thread RNG on a single node, a leader-chosen seed in a Raft apply.
+    pub rng: CmdRng,
+}
+
+/// The random source of one command (and of the commands a script or EXEC runs for it).
+///
+/// A single node draws from the thread RNG, as before; a replicated write draws from a
+/// sequence fixed by the seed the leader put in its log entry, so every replica makes the
+/// same choices (see DESIGN.md, "Determinism of writes").
+#[derive(Debug, Clone)]
+pub enum CmdRng {
+    /// `rand::rng()`, the thread's RNG.
+    Thread,
+    /// SplitMix64 from a seed: its own algorithm here, so the sequence a seed gives never
+    /// changes with a `rand` upgrade (replicas on different builds still agree).
+    Seeded(u64),
+}
+
+impl CmdRng {
+    /// A deterministic source for `seed`.
+    pub fn seeded(seed: u64) -> Self {
+        CmdRng::Seeded(seed)
+    }
+}
+
+impl rand::RngCore for CmdRng {
+    fn next_u32(&mut self) -> u32 {
+        (self.next_u64() >> 32) as u32
+    }
+
+    fn next_u64(&mut self) -> u64 {
+        match self {
+            CmdRng::Thread => rand::rng().next_u64(),
+            CmdRng::Seeded(state) => {
+                *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+                let mut z = *state;
+                z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+                z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+                z ^ (z >> 31)
+            }
+        }
+    }
+
+    fn fill_bytes(&mut self, dst: &mut [u8]) {
+        for chunk in dst.chunks_mut(8) {
+            let v = self.next_u64().to_le_bytes();
+            chunk.copy_from_slice(&v[..chunk.len()]);
+        }
+    }
 }
 
 impl<'a> Ctx<'a> {

@@ -15,12 +15,14 @@
 //! - [`evict`]: maxmemory: used-memory gauge, eviction policies and pool, `-OOM`.
 //! - [`snapshot`]: fork-less RDB snapshots (SAVE, BGSAVE, save points, load at start-up).
 //! - [`script`]: Lua scripting (EVAL, FCALL): sandboxed Lua 5.1 engines, `redis.*`, cjson/bit/cmsgpack.
+//! - [`cluster`]: Raft groups over the keyspace: [`cluster::ClusterStateMachine`], key slots.
 //! - [`ctx`], [`client`], [`stats`], [`error`]: what handlers see and report.
 #![deny(missing_docs)]
 
 pub mod aof;
 pub mod blocking;
 pub mod client;
+pub mod cluster;
 pub mod cmd;
 pub mod config;
 pub mod conn;

@@ -295,11 +295,7 @@ pub fn load_from_opts(
                 if !keep_expired && expire_at_ns != 0 && expire_at_ns <= now {
                     return Ok(());
                 }
-                let mut g = ks.lock(db, &key, now);
-                g.insert(value, expire_at_ns);
-                if !tags.is_empty() {
-                    g.table_of(db).set_tags(&key, tags);
-                }
+                insert_loaded(ks, db, &key, value, expire_at_ns, tags, now);
                 loaded += 1;
             }
             Loaded::Function(code) => {
@@ -314,6 +310,24 @@ pub fn load_from_opts(
         Ok(())
     })?;
     Ok(loaded)
+}
+
+/// Stores a key read from an RDB stream (replacing any key of that name), with its
+/// deadline (0 for none) and Ember tags; the key is locked at time `now`.
+pub(crate) fn insert_loaded(
+    ks: &storage::Keyspace,
+    db: usize,
+    key: &[u8],
+    value: storage::value::Value,
+    expire_at_ns: u64,
+    tags: Vec<Vec<u8>>,
+    now: u64,
+) {
+    let mut g = ks.lock(db, key, now);
+    g.insert(value, expire_at_ns);
+    if !tags.is_empty() {
+        g.table_of(db).set_tags(key, tags);
+    }
 }
 
 /// Called about once a second: starts a background save when a `save` point is reached

@@ -21,7 +21,7 @@
 //! - `local.rs`: [`LocalRouter`], an in-process transport for tests: isolation faults, and
 //!   optionally every RPC round-tripped through the wire encoding.
 //! - `multi.rs`: [`MultiRaft`], a node's groups: open, look up, slot to group, close.
-//! - `slots.rs`: 16,384 slots to contiguous group ranges.
+//! - `slots.rs`: 16,384 slots to contiguous group ranges; [`key_slot`], key to slot.
 //! - `kv.rs`: [`MemKv`], a tiny key-value state machine for tests.
 //! - `error.rs`: [`Error`].
 #![deny(missing_docs)]
@@ -53,6 +53,7 @@ pub use network::GroupNetwork;
 pub use network::GroupNetworkFactory;
 pub use network::GroupTransport;
 pub use slots::group_slots;
+pub use slots::key_slot;
 pub use slots::slot_group;
 pub use slots::SLOTS;
 pub use sm_store::GroupStateMachine;

@@ -381,9 +381,17 @@ fn reply_picks(
 }
 
 fn hrandfield(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
+    // The command's random source, lent to the closures below (see `Ctx::rng`).
+    let mut rng = std::mem::replace(&mut ctx.rng, crate::ctx::CmdRng::Thread);
+    let r = hrandfield_with(ctx, args, &mut rng);
+    ctx.rng = rng;
+    r
+}
+
+fn hrandfield_with(ctx: &mut Ctx<'_>, args: Args<'_>, rng: &mut crate::ctx::CmdRng) -> CmdResult {
     if args.len() == 2 {
         let found = read(ctx, args.arg(1), |h, out| {
-            let i = rand::random_range(0..h.len().max(1));
+            let i = rand::Rng::random_range(&mut *rng, 0..h.len().max(1));
             match h.pair_at(i) {
                 Some((f, _)) => out.bulk(f),
                 None => out.null(),
@@ -419,15 +427,13 @@ fn hrandfield(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
         if count == 0 || len == 0 {
             out.array(0);
         } else if !uniq {
-            let mut rng = rand::rng();
-            let picks = (0..count).map(|_| rand::Rng::random_range(&mut rng, 0..len));
+            let picks = (0..count).map(|_| rand::Rng::random_range(&mut *rng, 0..len));
             let picks: Vec<usize> = picks.collect();
             reply_picks(out, h, picks.into_iter(), withvalues);
         } else if count >= len as u64 {
             reply_picks(out, h, 0..len, withvalues);
         } else {
-            let mut rng = rand::rng();
-            let mut picks = rand::seq::index::sample(&mut rng, len, count as usize).into_vec();
+            let mut picks = rand::seq::index::sample(&mut *rng, len, count as usize).into_vec();
             if h.is_compact() {
                 // A listpack answers in its own order.
                 picks.sort_unstable();

@@ -188,10 +188,10 @@ fn spop(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
         return Ok(());
     };
     let s = as_set(&mut e.value)?;
-    let mut rng = rand::rng();
+    let rng = &mut ctx.rng;
     match count {
         None => {
-            let m = s.pop_random(&mut rng).unwrap_or_default();
+            let m = s.pop_random(&mut *rng).unwrap_or_default();
             let empty = s.is_empty();
             if empty {
                 g.remove();
@@ -209,7 +209,7 @@ fn spop(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
             reply_set(ctx, &all);
         }
         Some(n) => {
-            let popped: Vec<Vec<u8>> = (0..n).filter_map(|_| s.pop_random(&mut rng)).collect();
+            let popped: Vec<Vec<u8>> = (0..n).filter_map(|_| s.pop_random(&mut *rng)).collect();
             drop(g);
             if n > 0 {
                 spop_events(ctx, args.arg(1), false);
@@ -251,9 +251,9 @@ fn srandmember(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
         }
     }
     read(ctx, args.arg(1), |ctx, s| {
-        let mut rng = rand::rng();
+        let rng = &mut ctx.rng;
         let Some(n) = count else {
-            match s.and_then(|s| s.random_index(&mut rng).map(|i| s.at(i))) {
+            match s.and_then(|s| s.random_index(&mut *rng).map(|i| s.at(i))) {
                 Some(e) => e.with_bytes(|b| ctx.out.bulk(b)),
                 None => ctx.out.null(),
             }
@@ -268,7 +268,7 @@ fn srandmember(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
             let k = n.unsigned_abs() as usize;
             ctx.out.array(k);
             for _ in 0..k {
-                let i = rand::Rng::random_range(&mut rng, 0..len);
+                let i = rand::Rng::random_range(&mut *rng, 0..len);
                 s.at(i).with_bytes(|b| ctx.out.bulk(b));
             }
             return;
@@ -286,7 +286,7 @@ fn srandmember(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
             // Partial Fisher-Yates over all positions.
             let mut idx: Vec<usize> = (0..len).collect();
             for j in 0..k {
-                let r = rand::Rng::random_range(&mut rng, j..len);
+                let r = rand::Rng::random_range(&mut *rng, j..len);
                 idx.swap(j, r);
             }
             idx.truncate(k);
@@ -295,7 +295,7 @@ fn srandmember(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
             let mut seen = std::collections::HashSet::with_capacity(k);
             let mut out = Vec::with_capacity(k);
             while out.len() < k {
-                let i = rand::Rng::random_range(&mut rng, 0..len);
+                let i = rand::Rng::random_range(&mut *rng, 0..len);
                 if seen.insert(i) {
                     out.push(i);
                 }

@@ -1099,7 +1099,7 @@ fn zrandmember(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
         return read(ctx, args.arg(1), |ctx, z| {
             match z.filter(|z| !z.is_empty()) {
                 Some(z) => {
-                    let r = rand::rng().random_range(0..z.len());
+                    let r = ctx.rng.random_range(0..z.len());
                     match z.get(r) {
                         Some((m, _)) => ctx.out.bulk(m),
                         None => ctx.out.null(),
@@ -1128,7 +1128,7 @@ fn zrandmember(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
             return Ok(());
         };
         let n = z.len();
-        let mut rng = rand::rng();
+        let rng = &mut ctx.rng;
         let picks: Vec<usize> = if count < 0 {
             let want = count.unsigned_abs();
             if want > MAX_RAND_REPLY {
@@ -1139,7 +1139,7 @@ fn zrandmember(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
             // The whole set, highest score first, as Redis replies.
             (0..n).rev().collect()
         } else {
-            rand::seq::index::sample(&mut rng, n, count as usize).into_vec()
+            rand::seq::index::sample(&mut *rng, n, count as usize).into_vec()
         };
         let items: Vec<(&[u8], f64)> = picks.into_iter().filter_map(|r| z.get(r)).collect();
         emit_items(ctx, &items, withscores);

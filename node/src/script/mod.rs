@@ -129,6 +129,10 @@ pub struct Engine {
     resp3: Arc<AtomicBool>,
     /// Set once the running script was killed: `pcall` then re-raises.
     killed: Arc<AtomicBool>,
+    /// `math.random`'s rand48 state. It carries on from script to script on a single node;
+    /// a replicated write ([`crate::ctx::CmdRng::Seeded`]) resets it from its seed, so
+    /// every replica's script draws the same numbers.
+    random: Arc<Mutex<u64>>,
     /// Chunk name (`@user_script` or `@user_function`).
     chunk: &'static str,
     /// EVAL cache: sha1 hex -> script.
@@ -551,6 +555,7 @@ impl Engine {
             handler,
             resp3,
             killed,
+            random: rng,
             chunk,
             scripts: HashMap::new(),
         })
@@ -688,6 +693,9 @@ pub fn run(engine: &Engine, ctx: &mut Ctx<'_>, func: &Function, opts: RunOpts<'_
     run.running.store(opts.kind, Relaxed);
     engine.resp3.store(false, Relaxed);
     engine.killed.store(false, Relaxed);
+    if matches!(ctx.rng, crate::ctx::CmdRng::Seeded(_)) {
+        *engine.random.lock() = rand::RngCore::next_u64(&mut ctx.rng) & 0xffff_ffff_ffff;
+    }
     let lua = &engine.lua;
     let result = (|| -> mlua::Result<Result<Value, Table>> {
         let keys = lua.create_table_with_capacity(opts.keys.len(), 0)?;

@@ -1,0 +1,353 @@
+//! [`ClusterStateMachine`]: one Raft group's slice of a node's keyspace.
+//!
+//! # Apply
+//! A log entry's command is a RESP array of bulk strings, as a client sends it. [`run_at`]
+//! decodes it and runs it through the command table as a client that never blocks, at the
+//! leader's time (`Request::time_ns`) and drawing random choices from the leader's seed
+//! (`Request::seed`, see [`CmdRng`]); the RESP2 reply bytes are the entry's response. The
+//! same entry therefore gives the same keyspace on every replica: relative expiries become
+//! deadlines from the leader's time, SPOP pops the same members, XADD `*` picks the same ID,
+//! scripts see the leader's clock. Each entry runs on a fresh client in database 0, so no
+//! connection state (SELECT, MULTI, CLIENT REPLY) leaks from one entry into another.
+//!
+//! Commands a group must not run are refused with an error reply (deterministic, so every
+//! replica refuses alike): a key outside the group's slots, and writes with no key argument
+//! that would reach every group's keys (FLUSHALL, SWAPDB, FUNCTION LOAD, ...). Scripts
+//! (not flagged as writes) run; the keys they touch are the caller's to declare.
+//!
+//! # Snapshot
+//! An RDB stream (storage's writer) of exactly the group's keys, every database, sorted by
+//! database and key so replicas with the same data give the same bytes. Keys past their
+//! deadline are kept (as in an AOF base): the log after the snapshot replays at its own
+//! times. Installing one deletes the group's keys and loads the stream's; other groups'
+//! keys are not touched, and a stream that does not decode changes nothing.
+//!
+//! # Requirements on the node
+//! `appendonly no` (the Raft log is the durability; the AOF would stamp commands with the
+//! local clock), and no background expiry or eviction deciding differently per replica on
+//! the group's keys (a replica's active expiry only removes keys that are already dead at
+//! any later leader time).
+
+use std::net::SocketAddr;
+use std::ops::RangeInclusive;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use raft::GroupId;
+use raft::Request;
+use raft::Response;
+use resp::{Args, Limits, Protocol, ReplyWriter, RequestKind, RequestParser};
+use storage::rdb::{self, Loaded, Writer};
+
+use crate::client::{BlockMode, Client, ClientInfo};
+use crate::ctx::{run_command, CmdRng, Ctx};
+use crate::error::CmdError;
+use crate::registry::flags;
+use crate::server::Server;
+
+/// One key as a group snapshot holds it: the key and its RDB encoding (expiry, tags,
+/// type, key, value).
+type EncodedKey = (Vec<u8>, Vec<u8>);
+
+/// One Raft group's state machine over a node's keyspace: the keys whose hash slot is in
+/// `slots`.
+pub struct ClusterStateMachine {
+    /// The node whose keyspace holds the group's keys (shared with its other groups).
+    server: Arc<Server>,
+    /// The group this state machine serves.
+    group: GroupId,
+    /// The group's hash slots.
+    slots: RangeInclusive<u16>,
+    /// The log index of the last applied entry (0 before any).
+    last_index: u64,
+}
+
+impl ClusterStateMachine {
+    /// The state machine of data group `group` out of `groups` on `server`; `None` for the
+    /// metadata group or a group past `groups`.
+    pub fn new(server: Arc<Server>, group: GroupId, groups: u32) -> Option<Self> {
+        let slots = raft::group_slots(group, groups)?;
+        Some(ClusterStateMachine {
+            server,
+            group,
+            slots,
+            last_index: 0,
+        })
+    }
+
+    /// The group's id.
+    pub fn group(&self) -> GroupId {
+        self.group
+    }
+
+    /// The group's hash slots.
+    pub fn slots(&self) -> RangeInclusive<u16> {
+        self.slots.clone()
+    }
+
+    /// The node this group's keys live in.
+    pub fn server(&self) -> &Arc<Server> {
+        &self.server
+    }
+
+    /// The log index of the last applied entry.
+    pub fn last_index(&self) -> u64 {
+        self.last_index
+    }
+
+    /// True when `key` hashes to one of the group's slots.
+    pub fn owns(&self, key: &[u8]) -> bool {
+        self.slots.contains(&raft::key_slot(key))
+    }
+
+    /// The group's keys of database `db`, sorted, and how many of them have a deadline.
+    fn encoded_keys(&self, db: usize) -> (Vec<EncodedKey>, u64) {
+        let ks = &self.server.keyspace;
+        let mut keys = Vec::new();
+        let mut volatile = 0;
+        for shard in 0..ks.shard_count() {
+            ks.with_shard(shard, |sh| {
+                let t = sh.table_ref(db);
+                // Time 0: every key, including those past their deadline (see the module doc).
+                t.for_each_live(0, |k, e| {
+                    if !self.owns(k) {
+                        return;
+                    }
+                    let tags = t.tags_of(k);
+                    let tags: Vec<&[u8]> = tags.iter().map(|t| &t[..]).collect();
+                    let at = e.expire_at().unwrap_or(0);
+                    volatile += u64::from(at != 0);
+                    let mut buf = Vec::new();
+                    rdb::encode_key(&mut buf, k, &e.value, at, &tags, false);
+                    keys.push((k.to_vec(), buf));
+                });
+            });
+        }
+        keys.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        (keys, volatile)
+    }
+
+    /// Deletes every key of the group, in every database.
+    fn clear_group(&self) {
+        let ks = &self.server.keyspace;
+        for db in 0..ks.db_count() {
+            for shard in 0..ks.shard_count() {
+                ks.with_table(shard, db, |t| {
+                    let mut mine = Vec::new();
+                    t.for_each_live(0, |k, _| {
+                        if self.owns(k) {
+                            mine.push(k.to_vec());
+                        }
+                    });
+                    for k in mine {
+                        t.remove(ks.hash(&k), &k, 0);
+                    }
+                });
+            }
+        }
+    }
+
+    /// Why `args` may not run in this group, if it may not.
+    fn refusal(&self, args: Args<'_>) -> Option<CmdError> {
+        let reg = &self.server.registry;
+        let idx = crate::conn::resolve(&self.server, args).ok()?;
+        let entry = reg.entry(idx);
+        let spec = entry.spec;
+        if !spec.arity_ok(args.len()) {
+            return None;
+        }
+        let keys = spec.key_positions(&args);
+        if let Some(&p) = keys.iter().find(|&&p| !self.owns(args.arg(p))) {
+            let key = args.arg(p);
+            return Some(CmdError::err(format!(
+                "key '{}' (slot {}) is not in group {} (slots {}-{})",
+                String::from_utf8_lossy(&key[..key.len().min(128)]),
+                raft::key_slot(key),
+                self.group,
+                self.slots.start(),
+                self.slots.end()
+            )));
+        }
+        if keys.is_empty() && spec.has(flags::WRITE) {
+            return Some(CmdError::err(format!(
+                "'{}' writes no key of its own and can't run in one group",
+                entry.full_name
+            )));
+        }
+        None
+    }
+}
+
+/// Encodes `args` as the RESP array of bulk strings a client would send (the
+/// `Request::command` of a proposed write).
+pub fn encode_command<A: AsRef<[u8]>>(args: &[A]) -> Bytes {
+    let mut out = Vec::new();
+    out.extend_from_slice(format!("*{}\r\n", args.len()).as_bytes());
+    for a in args {
+        let a = a.as_ref();
+        out.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
+        out.extend_from_slice(a);
+        out.extend_from_slice(b"\r\n");
+    }
+    Bytes::from(out)
+}
+
+/// Decodes `command` (exactly one RESP array of bulk strings) into its argument spans.
+fn decode(command: &[u8], spans: &mut Vec<(usize, usize)>) -> Result<(), String> {
+    let mut parser = RequestParser::new(Limits::default());
+    match parser.parse(command, spans) {
+        Ok(Some((used, RequestKind::Multibulk))) if used == command.len() && !spans.is_empty() => {
+            Ok(())
+        }
+        Ok(Some((_, RequestKind::Multibulk))) if spans.is_empty() => {
+            Err("empty command".to_string())
+        }
+        Ok(Some((_, RequestKind::Multibulk))) => {
+            Err("trailing bytes after the command".to_string())
+        }
+        Ok(Some((_, RequestKind::Inline))) => Err("not a RESP array".to_string()),
+        Ok(None) => Err("incomplete command".to_string()),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+/// Runs the RESP-encoded `command` on `server` as a replicated write runs it: at time
+/// `now` (Unix ns), random choices drawn from `seed`, on a fresh client in database 0 that
+/// never blocks. Returns the RESP2 reply bytes; a command that does not decode answers
+/// `-ERR Protocol error: ...`, never a panic.
+pub fn run_at(server: &Arc<Server>, command: &[u8], now: u64, seed: u64) -> Bytes {
+    let mut spans = Vec::new();
+    let mut out = ReplyWriter::new(Protocol::Resp2);
+    match decode(command, &mut spans) {
+        Ok(()) => execute(server, Args::new(command, &spans), now, seed, &mut out),
+        Err(why) => out.error(&format!("ERR Protocol error: {why}")),
+    }
+    Bytes::copy_from_slice(out.buffer())
+}
+
+/// Resolves, checks and runs `args` into `out`, as a connection does (errors replace
+/// whatever the command wrote).
+fn execute(server: &Arc<Server>, args: Args<'_>, now: u64, seed: u64, out: &mut ReplyWriter) {
+    let addr: SocketAddr = ([0, 0, 0, 0], 0).into();
+    let mut client = Client::new(Arc::new(ClientInfo::new(0, addr, addr, -1)), true);
+    client.block_mode = BlockMode::NoBlock;
+    let reg = &server.registry;
+    let stats = &server.workers[0];
+    let result = match crate::conn::resolve(server, args) {
+        Err(e) => Err(e),
+        Ok(idx) if !reg.entry(idx).spec.arity_ok(args.len()) => {
+            Err(CmdError::Arity(reg.entry(idx).full_name.clone()))
+        }
+        Ok(idx) => {
+            // EXEC and scripts take every worker's gate themselves; others hold one, so
+            // they never run inside someone's EXEC.
+            let exclusive = reg.entry(idx).spec.has(flags::EXCLUSIVE);
+            let _gate = (!exclusive).then(|| stats.gate.lock());
+            let mut ctx = Ctx {
+                server,
+                client: &mut client,
+                out: &mut *out,
+                stats,
+                now,
+                cmd_index: idx,
+                rng: CmdRng::seeded(seed),
+            };
+            run_command(&mut ctx, idx, args)
+        }
+    };
+    if let Err(e) = result {
+        out.clear();
+        out.error(&e.to_string());
+    }
+    // Blocked clients are not served from here: a pop for them is a write of its own that
+    // must go through the log (cluster mode's router proposes it).
+    client.block_request = None;
+    client.ready_keys.clear();
+}
+
+impl raft::StateMachine for ClusterStateMachine {
+    fn apply(&mut self, index: u64, request: &Request) -> Response {
+        self.last_index = index;
+        let mut spans = Vec::new();
+        if decode(&request.command, &mut spans).is_ok() {
+            if let Some(e) = self.refusal(Args::new(&request.command, &spans)) {
+                let mut out = ReplyWriter::new(Protocol::Resp2);
+                out.error(&e.to_string());
+                return Response(Bytes::copy_from_slice(out.buffer()));
+            }
+        }
+        Response(run_at(
+            &self.server,
+            &request.command,
+            request.time_ns,
+            request.seed,
+        ))
+    }
+
+    fn snapshot(&self) -> Vec<u8> {
+        let encode = || -> std::io::Result<Vec<u8>> {
+            let mut w = Writer::new(Vec::new(), false)?;
+            w.aux(b"ember-group", self.group.0.to_string().as_bytes())?;
+            for db in 0..self.server.keyspace.db_count() {
+                let (keys, volatile) = self.encoded_keys(db);
+                if keys.is_empty() {
+                    continue;
+                }
+                w.select_db(db, keys.len() as u64, volatile)?;
+                for (_, bytes) in keys {
+                    w.write_raw(&bytes)?;
+                }
+            }
+            w.finish()
+        };
+        // Writing into a Vec cannot fail.
+        encode().unwrap_or_default()
+    }
+
+    fn install(&mut self, data: &[u8]) -> Result<(), raft::Error> {
+        let invalid = |msg: String| raft::Error::InvalidSnapshot(msg);
+        let dbs = self.server.keyspace.db_count();
+        let mut items = Vec::new();
+        rdb::load(data, |item| {
+            items.push(item);
+            Ok(())
+        })
+        .map_err(|e| invalid(e.to_string()))?;
+        for item in &items {
+            match item {
+                Loaded::Key { db, key, .. } if *db >= dbs => {
+                    return Err(invalid(format!(
+                        "key '{}' in database {db} (databases is {dbs})",
+                        String::from_utf8_lossy(key)
+                    )));
+                }
+                Loaded::Key { key, .. } if !self.owns(key) => {
+                    return Err(invalid(format!(
+                        "key '{}' is not in group {}",
+                        String::from_utf8_lossy(key),
+                        self.group
+                    )));
+                }
+                Loaded::Key { .. } => {}
+                Loaded::Function(_) => {
+                    return Err(invalid("a group snapshot holds no functions".into()));
+                }
+            }
+        }
+        self.clear_group();
+        let ks = &self.server.keyspace;
+        for item in items {
+            if let Loaded::Key {
+                db,
+                key,
+                value,
+                expire_at_ns,
+                tags,
+            } = item
+            {
+                crate::snapshot::insert_loaded(ks, db, &key, value, expire_at_ns, tags, 0);
+            }
+        }
+        Ok(())
+    }
+}
