@@ -135,6 +135,7 @@ pub fn bus_config() -> BusConfig {
         keep_alive_interval: Duration::from_millis(300),
         keep_alive_timeout: Duration::from_millis(300),
         backoff: Duration::from_millis(100),
+        ..BusConfig::default()
     }
 }
 
