@@ -10,6 +10,7 @@ EMBER_BIN ?= $(CARGO_TARGET_DIR)/debug/ember
 
 # Starts ember on 127.0.0.1:6379 (single node, all cores).
 run:
+	./scripts/deps.sh build
 	cargo run --release
 
 # Everything CI runs: format and lint checks, Rust unit + integration tests, the
