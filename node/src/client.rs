@@ -177,6 +177,8 @@ pub struct Client {
     pub mailbox: Option<Arc<crate::pubsub::Mailbox>>,
     /// CLIENT TRACKING state, while on.
     pub tracking: Option<ClientTracking>,
+    /// Cluster mode: READONLY, ASKING and writes in flight.
+    pub cluster: crate::cluster::route::ClusterConn,
 }
 
 /// A tracking client's own view of its options.
@@ -300,6 +302,7 @@ impl Client {
             sub_rx: None,
             mailbox: None,
             tracking: None,
+            cluster: Default::default(),
         }
     }
 

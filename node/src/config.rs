@@ -314,6 +314,69 @@ static DIRECTIVES: &[Directive] = &[
         mutable: true,
     },
     Directive {
+        name: "cluster-enabled",
+        kind: Kind::Bool,
+        default: "no",
+        mutable: false,
+    },
+    Directive {
+        name: "cluster-bootstrap",
+        kind: Kind::Str,
+        default: "",
+        mutable: false,
+    },
+    Directive {
+        name: "cluster-groups",
+        kind: Kind::Int { min: 1, max: 16384 },
+        default: "64",
+        mutable: false,
+    },
+    Directive {
+        name: "cluster-replicas",
+        kind: Kind::Int { min: 1, max: 15 },
+        default: "3",
+        mutable: false,
+    },
+    Directive {
+        name: "cluster-port",
+        kind: Kind::Int { min: 0, max: 65535 },
+        default: "0",
+        mutable: false,
+    },
+    Directive {
+        name: "cluster-announce-ip",
+        kind: Kind::Str,
+        default: "",
+        mutable: false,
+    },
+    Directive {
+        name: "cluster-node-timeout",
+        kind: Kind::Int {
+            min: 100,
+            max: i32::MAX as i64,
+        },
+        default: "1000",
+        mutable: false,
+    },
+    Directive {
+        name: "cluster-read-mode",
+        kind: Kind::Enum(&["lease", "readindex"]),
+        default: "lease",
+        mutable: false,
+    },
+    Directive {
+        name: "cluster-config-file",
+        kind: Kind::FileName,
+        default: "ember-raft",
+        mutable: false,
+    },
+    Directive {
+        name: "cluster-fsync",
+        kind: Kind::Bool,
+        default: "yes",
+        mutable: false,
+    },
+    Directive {
         name: "lfu-decay-time",
         kind: Kind::Int {
             min: 0,

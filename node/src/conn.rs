@@ -14,6 +14,7 @@ use tracing::debug;
 
 use crate::blocking::{TimeoutReply, Waiter, Wake};
 use crate::client::{Client, ClientInfo, Queued, ReplyMode};
+use crate::cluster::route::Routed;
 use crate::ctx::{run_command_since, CmdRng, Ctx};
 use crate::error::{CmdError, CmdResult};
 use crate::registry::{flags, CommandSpec, Unresolved};
@@ -172,6 +173,8 @@ impl Conn {
     /// Writes the buffered replies; a client killed meanwhile (CLIENT KILL, output-buffer
     /// limit) is dropped even if its socket never drains.
     async fn flush(&mut self, stream: &mut TcpStream) -> std::io::Result<()> {
+        // Cluster mode: replies of writes still in consensus go in first, in order.
+        crate::cluster::route::drain(&mut self.client, &mut self.out).await;
         if !self.out.is_empty() {
             // Commands reach the AOF (and, with appendfsync always, the disk) before any
             // reply that could acknowledge them.
@@ -194,6 +197,7 @@ impl Conn {
         let mut start = 0;
         let mut close = false;
         self.clock = None;
+        self.client.cluster.confirmed.clear();
         while start < self.rbuf.len() {
             let parsed = self.parser.parse(&self.rbuf[start..], &mut self.spans);
             match parsed {
@@ -394,7 +398,7 @@ async fn execute(
         ReplyMode::Skipping => client.reply_mode = ReplyMode::On,
         _ => {}
     }
-    let mark = out.len();
+    let mut mark = out.len();
     let reg = &server.registry;
     // Errors found before a command runs make a transaction being queued fail at EXEC
     // (Redis's flagTransaction); errors of MULTI/WATCH themselves do not.
@@ -434,6 +438,25 @@ async fn execute(
                 }
             } else {
                 rejected = false;
+                if let Some(cl) = server.cluster.get() {
+                    let routed = crate::cluster::route::route(
+                        cl, server, client, out, idx, spec, args, &mut mark,
+                    )
+                    .await;
+                    match routed {
+                        Routed::Local => {
+                            if !client.cluster.pending.is_empty() {
+                                reuse = None;
+                                crate::cluster::route::drain(client, out).await;
+                                mark = out.len();
+                            }
+                        }
+                        Routed::Done(r) => {
+                            client.info.last_cmd.store(idx + 1, Relaxed);
+                            return finish(stats, client, out, mark, r, false);
+                        }
+                    }
+                }
                 while let Some(wait) = server.pause.wait_for(spec) {
                     reuse = None;
                     tokio::select! {

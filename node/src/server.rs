@@ -218,6 +218,8 @@ pub struct Server {
     pub active_expire_off: AtomicBool,
     /// maxmemory and eviction.
     pub evict: crate::evict::Evictor,
+    /// Cluster mode: the node's groups and peers (set once at startup).
+    pub cluster: std::sync::OnceLock<Arc<crate::cluster::Cluster>>,
 }
 
 impl Server {
@@ -270,6 +272,7 @@ impl Server {
             notify: Default::default(),
             active_expire_off: AtomicBool::new(false),
             evict: Default::default(),
+            cluster: Default::default(),
         };
         s.apply_config();
         s
@@ -380,11 +383,28 @@ pub fn run(
     if !dir.is_empty() {
         std::env::set_current_dir(dir).map_err(|e| format!("Can't chdir to '{dir}': {e}"))?;
     }
-    let server = Arc::new(Server::new(config, threads, config_file, log_reload));
-    if !crate::aof::load_at_startup(&server)? {
-        crate::snapshot::load_at_startup(&server)?;
+    let cluster = config.get_bool("cluster-enabled");
+    if cluster && config.get_bool("appendonly") {
+        return Err(
+            "cluster-enabled yes needs appendonly no: the Raft log is the durability".into(),
+        );
     }
-    crate::aof::start(&server)?;
+    let server = Arc::new(Server::new(
+        config.clone(),
+        threads,
+        config_file,
+        log_reload,
+    ));
+    if cluster {
+        // The keyspace comes back from each group's snapshot and log, not from an RDB.
+        let c = crate::cluster::Cluster::start(&server, &config)?;
+        let _ = server.cluster.set(c);
+    } else {
+        if !crate::aof::load_at_startup(&server)? {
+            crate::snapshot::load_at_startup(&server)?;
+        }
+        crate::aof::start(&server)?;
+    }
 
     let mut handoffs: Vec<Handoff> = Vec::with_capacity(threads);
     for i in 0..threads {

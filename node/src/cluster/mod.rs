@@ -10,11 +10,16 @@
 //! - `state_machine.rs`: [`ClusterStateMachine`] (`raft::StateMachine`), [`run_at`] (one
 //!   command at a given time and seed, as apply runs it), [`encode_command`].
 //!
-//! Not here yet: routing a client's command to its group's leader, `-MOVED`/`-ASK`,
-//! `CLUSTER SLOTS`/`SHARDS`/`NODES`, the cluster bus; see DESIGN.md, "The path of one
-//! command", step 3.
+//! - `node.rs`: [`Cluster`], the node's peers, groups, Raft runtime and bus (cluster mode
+//!   started from `cluster-enabled yes` and `cluster-bootstrap`).
+//! - `route.rs`: where a client's command runs: `-CROSSSLOT`, `-MOVED`, proposals of
+//!   writes, leader-checked reads.
 
+pub mod node;
+pub mod route;
 mod state_machine;
+
+pub use node::Cluster;
 
 pub use raft::key_slot;
 pub use state_machine::encode_command;

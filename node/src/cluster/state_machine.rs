@@ -270,7 +270,17 @@ impl raft::StateMachine for ClusterStateMachine {
         self.last_index = index;
         let mut spans = Vec::new();
         if decode(&request.command, &mut spans).is_ok() {
-            if let Some(e) = self.refusal(Args::new(&request.command, &spans)) {
+            let args = Args::new(&request.command, &spans);
+            // FLUSHALL / FLUSHDB in a group empty the group's slots (cluster mode uses
+            // database 0 only).
+            if args.len() <= 2
+                && (args.arg(0).eq_ignore_ascii_case(b"flushall")
+                    || args.arg(0).eq_ignore_ascii_case(b"flushdb"))
+            {
+                self.clear_group();
+                return Response(Bytes::from_static(b"+OK\r\n"));
+            }
+            if let Some(e) = self.refusal(args) {
                 let mut out = ReplyWriter::new(Protocol::Resp2);
                 out.error(&e.to_string());
                 return Response(Bytes::copy_from_slice(out.buffer()));

@@ -754,7 +754,11 @@ pub fn info_text(server: &Server, now: u64, want: impl Fn(&str) -> bool) -> Stri
 
     if want("cluster") {
         begin(&mut s, "Cluster");
-        kv(&mut s, "cluster_enabled", 0);
+        kv(
+            &mut s,
+            "cluster_enabled",
+            i64::from(server.cluster.get().is_some()),
+        );
     }
 
     if want("keyspace") {

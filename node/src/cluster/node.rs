@@ -1,0 +1,587 @@
+//! [`Cluster`]: a node's membership in an Ember cluster: its peers, its Raft groups, the
+//! runtime that drives them and the bus that connects them.
+//!
+//! # Bootstrap
+//! Every node is started with the same `cluster-bootstrap` list (`host:port[@busport]`,
+//! comma-separated). The list's order gives node ids (1, 2, ...); a node finds itself by its
+//! announce address and port. The slots are split into `cluster-groups` groups; group `g`
+//! is replicated on `cluster-replicas` nodes starting at node `((g-1) mod N) + 1`, and that
+//! first member initializes the group (once: a group with state on disk is not initialized
+//! again). Its first election usually makes it the leader, so leaders start spread evenly.
+//! No coordinator: each node opens its groups, serves the bus, and the groups elect.
+//!
+//! # Threads
+//! openraft's tasks (one core task per group, replication, apply) run on a small
+//! multi-threaded tokio runtime of their own (`ember-raft`); client connections on the
+//! workers talk to it through channels only (proposals, read checks, metrics).
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use cluster_bus::{BusConfig, BusServer, BusTransport, RunningBus};
+use raft::openraft::{Config as RaftConfig, RaftMetrics, ServerState, SnapshotPolicy};
+use raft::{DbOptions, GroupId, MultiRaft, Node, NodeId, Raft, RaftDb, SLOTS};
+use tokio::sync::watch;
+
+use super::ClusterStateMachine;
+use crate::config::Config;
+use crate::server::Server;
+
+/// The Raft manager of a node in cluster mode.
+pub type Multi = MultiRaft<ClusterStateMachine, BusTransport>;
+
+/// How reads on a group's leader prove the leader is still the leader.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReadMode {
+    /// A quorum round (ReadIndex) confirms leadership, then reads stay local for a lease
+    /// shorter than the followers' election timeout.
+    Lease,
+    /// Every read (one per batch and group) waits for a quorum round (ReadIndex).
+    ReadIndex,
+}
+
+/// One node of the cluster, as every node knows it from the bootstrap list.
+#[derive(Debug, Clone)]
+pub struct Peer {
+    /// Raft node id (1-based position in the bootstrap list).
+    pub id: NodeId,
+    /// The 40-hex-digit name CLUSTER NODES / MYID show (the same on every node).
+    pub name: String,
+    /// The address clients connect to.
+    pub ip: String,
+    /// The client port.
+    pub port: u16,
+    /// The cluster bus port.
+    pub bus_port: u16,
+}
+
+impl Peer {
+    /// `ip:port`, the address in `-MOVED` redirects.
+    pub fn addr(&self) -> String {
+        format!("{}:{}", self.ip, self.port)
+    }
+
+    /// openraft's record of the node.
+    fn raft_node(&self) -> Node {
+        Node::new(self.addr(), format!("{}:{}", self.ip, self.bus_port))
+    }
+}
+
+/// This node's member of one data group.
+pub struct GroupHandle {
+    /// The group.
+    pub id: GroupId,
+    /// The Raft member (proposals, read checks).
+    pub raft: Raft,
+    /// The member's metrics (leader, term, state).
+    pub metrics: watch::Receiver<RaftMetrics<NodeId, Node>>,
+    /// Until when (ns since [`Cluster`]'s epoch) reads on this leader need no quorum round.
+    lease_until: AtomicU64,
+    /// The term the lease was proven in.
+    lease_term: AtomicU64,
+}
+
+/// Leadership of one group as this node sees it now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Leadership {
+    /// The known leader, if any.
+    pub leader: Option<NodeId>,
+    /// The current term.
+    pub term: u64,
+    /// Whether this node is the leader.
+    pub is_me: bool,
+}
+
+/// A node's view of the cluster and its running groups.
+pub struct Cluster {
+    /// This node's id.
+    pub me: NodeId,
+    /// Every node, by id - 1.
+    pub peers: Vec<Peer>,
+    /// Number of data groups the slots are split into.
+    pub groups: u32,
+    /// Replicas per group.
+    pub replicas: usize,
+    /// Read linearizability mode.
+    pub read_mode: ReadMode,
+    /// How long a proposal or read check may take before the client gets an error.
+    pub op_timeout: Duration,
+    /// Lease length after a confirmed quorum round.
+    lease: Duration,
+    /// Members of each group, by group id (index 0, the metadata group, unused).
+    placement: Vec<Vec<NodeId>>,
+    /// This node's groups, by group id (None where it is not a member).
+    handles: Vec<Option<GroupHandle>>,
+    /// The groups' manager (kept alive; the bus serves it).
+    multi: Arc<Multi>,
+    /// The bus server (kept alive).
+    _bus: RunningBus,
+    /// The clock lease times are measured on.
+    epoch: Instant,
+    /// Seeds of proposals (mixed with the time).
+    seeds: AtomicU64,
+    /// Per peer (by id - 1): Unix ms of the last answered bus ping (0: never).
+    pongs: Arc<Vec<AtomicU64>>,
+    /// The node timeout (ms): a peer silent for longer is marked failing.
+    pub node_timeout: u64,
+    /// The runtime of the groups and the bus; dropped last.
+    rt: tokio::runtime::Runtime,
+}
+
+/// The bootstrap list parsed: (ip, port, bus port) per node.
+fn parse_bootstrap(text: &str) -> Result<Vec<(String, u16, u16)>, String> {
+    let mut out = Vec::new();
+    for item in text.split([',', ' ']).filter(|s| !s.is_empty()) {
+        let (addr, bus) = match item.split_once('@') {
+            Some((a, b)) => (a, Some(b)),
+            None => (item, None),
+        };
+        let (ip, port) = addr
+            .rsplit_once(':')
+            .ok_or_else(|| format!("cluster-bootstrap: '{item}' is not host:port"))?;
+        let port: u16 = port
+            .parse()
+            .map_err(|_| format!("cluster-bootstrap: bad port in '{item}'"))?;
+        let bus_port = match bus {
+            Some(b) => b
+                .parse()
+                .map_err(|_| format!("cluster-bootstrap: bad bus port in '{item}'"))?,
+            None => port
+                .checked_add(10000)
+                .ok_or_else(|| format!("cluster-bootstrap: no bus port for '{item}'"))?,
+        };
+        if out.iter().any(|(i, p, _)| i == ip && *p == port) {
+            return Err(format!("cluster-bootstrap: '{addr}' is listed twice"));
+        }
+        out.push((ip.to_string(), port, bus_port));
+    }
+    Ok(out)
+}
+
+/// The members of group `g` out of `nodes` nodes with `replicas` replicas; the first
+/// initializes it.
+pub fn placement(g: u32, nodes: usize, replicas: usize) -> Vec<NodeId> {
+    let n = nodes as u64;
+    (0..replicas.min(nodes) as u64)
+        .map(|i| ((u64::from(g) - 1 + i) % n) + 1)
+        .collect()
+}
+
+/// The 40-hex name of node `id` in the cluster described by `bootstrap`.
+fn node_name(bootstrap: &str, id: NodeId) -> String {
+    let mut h = sha1_smol::Sha1::new();
+    h.update(format!("ember-node\n{bootstrap}\n{id}").as_bytes());
+    h.digest().to_string()
+}
+
+impl Cluster {
+    /// Joins the cluster configured in `config`: opens the Raft database under the working
+    /// directory, this node's groups over `server`'s keyspace, the bus listener; initializes
+    /// the groups this node starts. Returns once all of that is running (elections go on).
+    pub fn start(server: &Arc<Server>, config: &Config) -> Result<Arc<Cluster>, String> {
+        let port = config.get_u64("port") as u16;
+        let announce = match config.get("cluster-announce-ip") {
+            "" => "127.0.0.1".to_string(),
+            ip => ip.to_string(),
+        };
+        let text = config.get("cluster-bootstrap").to_string();
+        let mut list = parse_bootstrap(&text)?;
+        if list.is_empty() {
+            let bus = match config.get_u64("cluster-port") {
+                0 => port.checked_add(10000).ok_or("no cluster bus port")?,
+                p => p as u16,
+            };
+            list.push((announce.clone(), port, bus));
+        }
+        let me = list
+            .iter()
+            .position(|(ip, p, _)| *ip == announce && *p == port)
+            .ok_or_else(|| {
+                format!("this node ({announce}:{port}) is not in cluster-bootstrap ({text}); set cluster-announce-ip")
+            })?;
+        let bus_port = list[me].2;
+        let configured = config.get_u64("cluster-port") as u16;
+        if configured != 0 && configured != bus_port {
+            return Err(format!(
+                "cluster-port {configured} disagrees with cluster-bootstrap's bus port {bus_port}"
+            ));
+        }
+        let peers: Vec<Peer> = list
+            .iter()
+            .enumerate()
+            .map(|(i, (ip, p, b))| Peer {
+                id: i as u64 + 1,
+                name: node_name(&text, i as u64 + 1),
+                ip: ip.clone(),
+                port: *p,
+                bus_port: *b,
+            })
+            .collect();
+        let me = me as u64 + 1;
+        let groups = config.get_u64("cluster-groups") as u32;
+        let replicas = config.get_u64("cluster-replicas") as usize;
+        let timeout = config.get_u64("cluster-node-timeout").max(100);
+        let read_mode = match config.get("cluster-read-mode") {
+            "readindex" => ReadMode::ReadIndex,
+            _ => ReadMode::Lease,
+        };
+        // Failover takes about the followers' leader lease (election_timeout_max) plus one
+        // election timeout: ~0.85-1 s with the default node timeout of 1000 ms.
+        let election_min = timeout * 35 / 100;
+        let raft_config = RaftConfig {
+            cluster_name: "ember".into(),
+            heartbeat_interval: (timeout / 10).max(10),
+            election_timeout_min: election_min,
+            election_timeout_max: timeout / 2,
+            install_snapshot_timeout: timeout.max(1000),
+            snapshot_policy: SnapshotPolicy::LogsSinceLast(10_000),
+            max_in_snapshot_log_to_keep: 1000,
+            ..Default::default()
+        };
+        let bus_config = BusConfig {
+            connect_timeout: Duration::from_millis(timeout / 2),
+            keep_alive_interval: Duration::from_millis(timeout / 2),
+            keep_alive_timeout: Duration::from_millis(timeout / 2),
+            backoff: Duration::from_millis(timeout / 10),
+            ..BusConfig::default()
+        };
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .thread_name("ember-raft")
+            .enable_all()
+            .build()
+            .map_err(|e| format!("can't start the raft runtime: {e}"))?;
+        let dir = config.get("cluster-config-file").to_string();
+        let sync = config.get_bool("cluster-fsync");
+        let placement: Vec<Vec<NodeId>> = (0..=groups)
+            .map(|g| {
+                if g == 0 {
+                    Vec::new()
+                } else {
+                    placement(g, peers.len(), replicas)
+                }
+            })
+            .collect();
+        let bus_addr: SocketAddr = format!("{}:{}", peers[me as usize - 1].ip, bus_port)
+            .parse()
+            .map_err(|e| format!("bad cluster bus address: {e}"))?;
+        let (multi, bus, handles) = rt.block_on(async {
+            let db = RaftDb::open_with(&dir, DbOptions { sync })
+                .map_err(|e| format!("can't open the raft database '{dir}': {e}"))?;
+            let transport = BusTransport::new(me, bus_config);
+            let multi = Arc::new(
+                MultiRaft::new(me, db, raft_config, transport).map_err(|e| e.to_string())?,
+            );
+            let mut handles: Vec<Option<GroupHandle>> = (0..=groups).map(|_| None).collect();
+            for g in 1..=groups {
+                if !placement[g as usize].contains(&me) {
+                    continue;
+                }
+                let gid = GroupId(g);
+                let sm =
+                    ClusterStateMachine::new(server.clone(), gid, groups).ok_or("bad group")?;
+                let group = multi
+                    .open_group(gid, sm)
+                    .await
+                    .map_err(|e| format!("can't open {gid}: {e}"))?;
+                handles[g as usize] = Some(GroupHandle {
+                    id: gid,
+                    metrics: group.raft.metrics(),
+                    raft: group.raft,
+                    lease_until: AtomicU64::new(0),
+                    lease_term: AtomicU64::new(0),
+                });
+            }
+            let listener = tokio::net::TcpListener::bind(bus_addr)
+                .await
+                .map_err(|e| format!("can't listen on the cluster bus {bus_addr}: {e}"))?;
+            let bus = BusServer::for_multi(&multi)
+                .spawn(listener)
+                .map_err(|e| e.to_string())?;
+            for h in handles.iter().flatten() {
+                let members = &placement[h.id.0 as usize];
+                if members[0] != me {
+                    continue;
+                }
+                let init = h.raft.is_initialized().await.map_err(|e| e.to_string())?;
+                if !init {
+                    let nodes: BTreeMap<NodeId, Node> = members
+                        .iter()
+                        .map(|&id| (id, peers[id as usize - 1].raft_node()))
+                        .collect();
+                    h.raft
+                        .initialize(nodes)
+                        .await
+                        .map_err(|e| format!("can't initialize {}: {e}", h.id))?;
+                }
+            }
+            Ok::<_, String>((multi, bus, handles))
+        })?;
+        let pongs: Arc<Vec<AtomicU64>> =
+            Arc::new(peers.iter().map(|_| AtomicU64::new(0)).collect());
+        rt.spawn(ping_peers(
+            me,
+            peers
+                .iter()
+                .map(|p| format!("{}:{}", p.ip, p.bus_port))
+                .collect(),
+            pongs.clone(),
+            timeout,
+        ));
+        tracing::info!(
+            node = me,
+            nodes = peers.len(),
+            groups,
+            replicas,
+            bus = %bus_addr,
+            "cluster mode: groups open"
+        );
+        Ok(Arc::new(Cluster {
+            me,
+            peers,
+            groups,
+            replicas,
+            read_mode,
+            op_timeout: Duration::from_millis(timeout.max(1000) * 2),
+            lease: Duration::from_millis(election_min.saturating_sub(timeout / 10)),
+            placement,
+            handles,
+            multi,
+            _bus: bus,
+            epoch: Instant::now(),
+            seeds: AtomicU64::new(rand::random()),
+            pongs,
+            node_timeout: timeout,
+            rt,
+        }))
+    }
+
+    /// This node.
+    pub fn myself(&self) -> &Peer {
+        &self.peers[self.me as usize - 1]
+    }
+
+    /// Node `id`, if it is one.
+    pub fn peer(&self, id: NodeId) -> Option<&Peer> {
+        id.checked_sub(1).and_then(|i| self.peers.get(i as usize))
+    }
+
+    /// The data group owning `slot`.
+    pub fn slot_group(&self, slot: u16) -> GroupId {
+        raft::slot_group(slot, self.groups)
+    }
+
+    /// The slots of group `g`.
+    pub fn group_slots(&self, g: GroupId) -> std::ops::RangeInclusive<u16> {
+        raft::group_slots(g, self.groups).unwrap_or(0..=SLOTS - 1)
+    }
+
+    /// Members of group `g` (first: the node that initialized it).
+    pub fn members(&self, g: GroupId) -> &[NodeId] {
+        self.placement
+            .get(g.0 as usize)
+            .map(Vec::as_slice)
+            .unwrap_or(&[])
+    }
+
+    /// This node's member of group `g`, if it is a member.
+    pub fn handle(&self, g: GroupId) -> Option<&GroupHandle> {
+        self.handles.get(g.0 as usize).and_then(Option::as_ref)
+    }
+
+    /// Leadership of group `g` as seen here; for a group this node is not in, nobody.
+    pub fn leadership(&self, g: GroupId) -> Leadership {
+        match self.handle(g) {
+            Some(h) => {
+                let m = h.metrics.borrow();
+                let leader = m.current_leader;
+                Leadership {
+                    leader,
+                    term: m.current_term,
+                    is_me: leader == Some(self.me) && m.state == ServerState::Leader,
+                }
+            }
+            None => Leadership {
+                leader: None,
+                term: 0,
+                is_me: false,
+            },
+        }
+    }
+
+    /// The node to send clients to for group `g`: its leader, or (when this node is not a
+    /// member) the group's first member, which knows better.
+    pub fn redirect_target(&self, g: GroupId) -> Option<NodeId> {
+        match self.handle(g) {
+            Some(_) => self.leadership(g).leader,
+            None => self.members(g).first().copied(),
+        }
+    }
+
+    /// A fresh proposal seed.
+    pub fn next_seed(&self) -> u64 {
+        let n = self.seeds.fetch_add(0x9e37_79b9_7f4a_7c15, Relaxed);
+        n ^ storage::clock::now_ns().rotate_left(17)
+    }
+
+    /// True while reads on group `g` may skip the quorum round (lease mode, a lease proven in
+    /// the current `term`).
+    pub fn lease_valid(&self, h: &GroupHandle, term: u64) -> bool {
+        self.read_mode == ReadMode::Lease
+            && h.lease_term.load(Relaxed) == term
+            && (self.epoch.elapsed().as_nanos() as u64) < h.lease_until.load(Relaxed)
+    }
+
+    /// Confirms this node still leads `h`'s group and has applied everything committed
+    /// before now (ReadIndex); on success, starts a lease (lease mode).
+    pub async fn confirm_leader(&self, h: &GroupHandle, term: u64) -> Result<(), ReadCheck> {
+        let started = self.epoch.elapsed();
+        match tokio::time::timeout(self.op_timeout, h.raft.ensure_linearizable()).await {
+            Ok(Ok(_)) => {
+                let until = started + self.lease;
+                h.lease_term.store(term, Relaxed);
+                h.lease_until.store(until.as_nanos() as u64, Relaxed);
+                Ok(())
+            }
+            Ok(Err(raft::openraft::error::RaftError::APIError(
+                raft::openraft::error::CheckIsLeaderError::ForwardToLeader(f),
+            ))) => Err(ReadCheck::NotLeader(f.leader_id)),
+            Ok(Err(_)) => Err(ReadCheck::Down),
+            Err(_) => Err(ReadCheck::Timeout),
+        }
+    }
+
+    /// The largest term among this node's groups (the cluster's "current epoch").
+    pub fn current_epoch(&self) -> u64 {
+        self.handles
+            .iter()
+            .flatten()
+            .map(|h| h.metrics.borrow().current_term)
+            .max()
+            .unwrap_or(0)
+    }
+
+    /// The largest term among groups this node leads ("my epoch").
+    pub fn my_epoch(&self) -> u64 {
+        self.handles
+            .iter()
+            .flatten()
+            .filter_map(|h| {
+                let m = h.metrics.borrow();
+                (m.current_leader == Some(self.me)).then_some(m.current_term)
+            })
+            .max()
+            .unwrap_or(0)
+    }
+
+    /// Unix ms of the last bus ping node `id` answered (this node: now; 0: never).
+    pub fn last_pong(&self, id: NodeId) -> u64 {
+        if id == self.me {
+            return storage::clock::now_ns() / 1_000_000;
+        }
+        id.checked_sub(1)
+            .and_then(|i| self.pongs.get(i as usize))
+            .map_or(0, |p| p.load(Relaxed))
+    }
+
+    /// True when node `id` answered a bus ping within the node timeout.
+    pub fn is_reachable(&self, id: NodeId) -> bool {
+        let now = storage::clock::now_ns() / 1_000_000;
+        now.saturating_sub(self.last_pong(id)) <= self.node_timeout
+    }
+
+    /// The Raft manager.
+    pub fn multi(&self) -> &Arc<Multi> {
+        &self.multi
+    }
+
+    /// The runtime the groups run on.
+    pub fn runtime(&self) -> &tokio::runtime::Handle {
+        self.rt.handle()
+    }
+}
+
+/// Pings every other node's bus every `timeout / 4` ms and records the answers (node
+/// health for CLUSTER NODES / SHARDS / LINKS; Raft does not depend on it).
+async fn ping_peers(me: NodeId, addrs: Vec<String>, pongs: Arc<Vec<AtomicU64>>, timeout: u64) {
+    let bus = BusTransport::new(
+        me,
+        BusConfig {
+            connect_timeout: Duration::from_millis(timeout / 2),
+            ..BusConfig::default()
+        },
+    );
+    let every = Duration::from_millis((timeout / 4).max(25));
+    loop {
+        for (i, addr) in addrs.iter().enumerate() {
+            if i as u64 + 1 == me {
+                continue;
+            }
+            if let Ok(id) = bus.ping(addr, Duration::from_millis(timeout / 2)).await {
+                if id != i as u64 + 1 {
+                    continue;
+                }
+                pongs[i].store(storage::clock::now_ns() / 1_000_000, Relaxed);
+            }
+        }
+        tokio::time::sleep(every).await;
+    }
+}
+
+/// Why a read could not be confirmed on this node.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReadCheck {
+    /// Another node (or nobody known) leads the group now.
+    NotLeader(Option<NodeId>),
+    /// The group cannot reach a quorum.
+    Down,
+    /// The check did not finish within the operation timeout.
+    Timeout,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bootstrap_list_parses() {
+        let l = parse_bootstrap("127.0.0.1:7000,127.0.0.1:7001@17101 127.0.0.1:7002").unwrap();
+        assert_eq!(
+            l,
+            vec![
+                ("127.0.0.1".into(), 7000, 17000),
+                ("127.0.0.1".into(), 7001, 17101),
+                ("127.0.0.1".into(), 7002, 17002)
+            ]
+        );
+        assert!(parse_bootstrap("127.0.0.1").is_err());
+        assert!(parse_bootstrap("127.0.0.1:x").is_err());
+        assert!(parse_bootstrap("a:1,a:1").is_err());
+        assert!(parse_bootstrap("a:60000").is_err());
+    }
+
+    #[test]
+    fn placement_spreads_first_members() {
+        assert_eq!(placement(1, 3, 3), vec![1, 2, 3]);
+        assert_eq!(placement(2, 3, 3), vec![2, 3, 1]);
+        assert_eq!(placement(4, 3, 3), vec![1, 2, 3]);
+        assert_eq!(placement(5, 5, 3), vec![5, 1, 2]);
+        assert_eq!(placement(1, 1, 3), vec![1]);
+        let firsts: Vec<u64> = (1..=64).map(|g| placement(g, 3, 3)[0]).collect();
+        for n in 1..=3 {
+            let c = firsts.iter().filter(|&&f| f == n).count();
+            assert!((21..=22).contains(&c), "node {n} starts {c} groups");
+        }
+    }
+
+    #[test]
+    fn names_are_stable_and_distinct() {
+        let a = node_name("x", 1);
+        assert_eq!(a.len(), 40);
+        assert_eq!(a, node_name("x", 1));
+        assert_ne!(a, node_name("x", 2));
+    }
+}

@@ -1,0 +1,286 @@
+//! Routing a client's command in cluster mode: to the group of its keys' slot, proposed
+//! there when it writes, read locally once leadership is proven.
+//!
+//! - All keys of a command must hash to one slot (`-CROSSSLOT`).
+//! - A write goes to the slot's group leader: elsewhere the client gets `-MOVED slot
+//!   ip:port` (`-CLUSTERDOWN` while the group has no leader). On the leader the command is
+//!   proposed ([`raft::Request`] with the leader's time and a seed) and the reply is the
+//!   applied entry's reply. Proposals do not wait for each other: a pipeline of writes is in
+//!   flight together and openraft commits them in batches; replies are put back in order
+//!   ([`drain`]) before anything else runs on the connection or the replies are written.
+//! - A read runs on the leader once it has proven leadership: a quorum round (ReadIndex,
+//!   one per batch and group) or, in lease mode, a lease taken from the last round. On a
+//!   `READONLY` connection reads run on any replica (possibly stale, as in Redis).
+//! - Keyless commands run locally (PING, INFO, CLUSTER ...); keyless writes cannot be
+//!   replicated by one group and are refused, except FLUSHALL/FLUSHDB, proposed to every
+//!   group this node leads.
+
+use std::future::Future;
+use std::pin::Pin;
+
+use bytes::Bytes;
+use raft::{GroupId, Request};
+use resp::{Args, ReplyWriter};
+
+use super::node::{Cluster, ReadCheck};
+use crate::client::{Client, ReplyMode};
+use crate::error::{CmdError, CmdResult};
+use crate::registry::{flags, CommandSpec, Group};
+use crate::server::Server;
+
+/// A proposed write whose reply is not in yet.
+pub struct PendingWrite {
+    /// Where the reply goes in the connection's output.
+    pos: usize,
+    /// Whether the client wants the reply (CLIENT REPLY).
+    keep: bool,
+    /// Resolves to the reply bytes.
+    reply: Pin<Box<dyn Future<Output = Vec<u8>> + Send>>,
+}
+
+/// A connection's cluster state.
+#[derive(Default)]
+pub struct ClusterConn {
+    /// READONLY: reads may run on a replica.
+    pub readonly: bool,
+    /// ASKING was sent (for the next command).
+    pub asking: bool,
+    /// Writes proposed and not answered yet, in order.
+    pub pending: Vec<PendingWrite>,
+    /// Groups (and terms) whose leadership a quorum round confirmed during this batch.
+    pub confirmed: Vec<(GroupId, u64)>,
+}
+
+/// What the router decided.
+pub enum Routed {
+    /// Run the command here, now.
+    Local,
+    /// Done: the reply is written (or pending); the result is the command's.
+    Done(CmdResult),
+}
+
+/// The error a client gets when the cluster cannot serve a slot.
+fn down() -> CmdError {
+    CmdError::raw("CLUSTERDOWN The cluster is down")
+}
+
+/// The redirect for `slot` to node `leader` (or CLUSTERDOWN when nobody leads).
+fn moved(cl: &Cluster, slot: u16, leader: Option<raft::NodeId>) -> CmdError {
+    match leader.and_then(|l| cl.peer(l)) {
+        Some(p) => CmdError::raw(format!("MOVED {slot} {}", p.addr())),
+        None => down(),
+    }
+}
+
+/// Scripts that may write, proposed like writes.
+fn is_script_write(name: &str) -> bool {
+    matches!(name, "eval" | "evalsha" | "fcall")
+}
+
+/// Decides where the command runs; proposes it when it is a write led here.
+#[allow(clippy::too_many_arguments)]
+pub(crate) async fn route(
+    cl: &Cluster,
+    server: &Server,
+    client: &mut Client,
+    out: &mut ReplyWriter,
+    idx: usize,
+    spec: &CommandSpec,
+    args: Args<'_>,
+    mark: &mut usize,
+) -> Routed {
+    let name = server.registry.entry(idx).full_name.as_str();
+    let asking = std::mem::take(&mut client.cluster.asking);
+    if spec.group == Group::Cluster {
+        return Routed::Local;
+    }
+    if name == "select" && args.arg(1) != b"0" {
+        return Routed::Done(Err(CmdError::err("SELECT is not allowed in cluster mode")));
+    }
+    if matches!(name, "multi" | "watch") {
+        return Routed::Done(Err(CmdError::err(format!(
+            "{} is not supported in Ember cluster mode yet",
+            name.to_ascii_uppercase()
+        ))));
+    }
+    let keys = spec.key_positions(&args);
+    let write = spec.has(flags::WRITE) || is_script_write(name);
+    let Some((&first, rest)) = keys.split_first() else {
+        if !write {
+            return Routed::Local;
+        }
+        if matches!(name, "flushall" | "flushdb") {
+            drain(client, out).await;
+            *mark = out.len();
+            return Routed::Done(flush_led_groups(cl, out, args).await);
+        }
+        return Routed::Done(Err(CmdError::err(format!(
+            "'{}' has no key to route by: Ember cluster mode runs writes in the group of their keys",
+            name
+        ))));
+    };
+    let slot = raft::key_slot(args.arg(first));
+    if rest.iter().any(|&p| raft::key_slot(args.arg(p)) != slot) {
+        return Routed::Done(Err(CmdError::raw(
+            "CROSSSLOT Keys in request don't hash to the same slot",
+        )));
+    }
+    if write && spec.has(flags::BLOCKING) {
+        return Routed::Done(Err(CmdError::err(format!(
+            "blocking command '{name}' is not supported in Ember cluster mode yet"
+        ))));
+    }
+    let g = cl.slot_group(slot);
+    let lead = cl.leadership(g);
+    let Some(h) = cl.handle(g) else {
+        return Routed::Done(Err(moved(cl, slot, cl.redirect_target(g))));
+    };
+    if write {
+        if !lead.is_me {
+            return Routed::Done(Err(moved(cl, slot, lead.leader)));
+        }
+        let command = match script_body(server, name, args) {
+            Ok(c) => c,
+            Err(e) => return Routed::Done(Err(e)),
+        };
+        let req = Request::new(command, storage::clock::now_ns(), cl.next_seed());
+        let rx = match h.raft.client_write_ff(req).await {
+            Ok(rx) => rx,
+            Err(_) => return Routed::Done(Err(down())),
+        };
+        let timeout = cl.op_timeout;
+        let targets: Vec<(raft::NodeId, String)> =
+            cl.peers.iter().map(|p| (p.id, p.addr())).collect();
+        let reply = async move {
+            match tokio::time::timeout(timeout, rx).await {
+                Ok(Ok(Ok(r))) => r.data.0.to_vec(),
+                Ok(Ok(Err(raft::openraft::error::ClientWriteError::ForwardToLeader(f)))) => match f
+                    .leader_id
+                    .and_then(|l| targets.iter().find(|(id, _)| *id == l))
+                {
+                    Some((_, a)) => format!("-MOVED {slot} {a}\r\n").into_bytes(),
+                    None => b"-CLUSTERDOWN The cluster is down\r\n".to_vec(),
+                },
+                Ok(Ok(Err(e))) => format!("-CLUSTERDOWN {e}\r\n").into_bytes(),
+                Ok(Err(_)) => b"-CLUSTERDOWN The cluster is down\r\n".to_vec(),
+                Err(_) => b"-TRYAGAIN the write was not confirmed in time; it may still apply\r\n"
+                    .to_vec(),
+            }
+        };
+        client.cluster.pending.push(PendingWrite {
+            pos: out.len(),
+            keep: !matches!(client.reply_mode, ReplyMode::Off | ReplyMode::Skipping),
+            reply: Box::pin(reply),
+        });
+        return Routed::Done(Ok(()));
+    }
+    if client.cluster.readonly && !asking {
+        return Routed::Local;
+    }
+    if !lead.is_me {
+        return Routed::Done(Err(moved(cl, slot, lead.leader)));
+    }
+    if cl.lease_valid(h, lead.term) || client.cluster.confirmed.contains(&(g, lead.term)) {
+        return Routed::Local;
+    }
+    // The read must see this connection's own writes: answer them first.
+    drain(client, out).await;
+    *mark = out.len();
+    match cl.confirm_leader(h, lead.term).await {
+        Ok(()) => {
+            client.cluster.confirmed.push((g, lead.term));
+            Routed::Local
+        }
+        Err(ReadCheck::NotLeader(l)) => Routed::Done(Err(moved(cl, slot, l))),
+        Err(ReadCheck::Down) => Routed::Done(Err(down())),
+        Err(ReadCheck::Timeout) => Routed::Done(Err(CmdError::raw(
+            "TRYAGAIN leadership could not be confirmed in time",
+        ))),
+    }
+}
+
+/// The command to propose: `args` as sent, except EVALSHA, which becomes EVAL of the
+/// cached body (replicas need not have loaded the script).
+fn script_body(server: &Server, name: &str, args: Args<'_>) -> Result<Bytes, CmdError> {
+    let all: Vec<&[u8]> = args.iter().collect();
+    if name != "evalsha" {
+        return Ok(super::encode_command(&all));
+    }
+    let sha = String::from_utf8_lossy(args.arg(1)).to_ascii_lowercase();
+    let body = server
+        .scripting
+        .eval
+        .lock()
+        .scripts
+        .get(&sha)
+        .map(|s| s.body.clone());
+    match body {
+        Some(b) => {
+            let mut v: Vec<&[u8]> = vec![b"EVAL", &b];
+            v.extend_from_slice(&all[2..]);
+            Ok(super::encode_command(&v))
+        }
+        None => Err(CmdError::raw(
+            "NOSCRIPT No matching script. Please use EVAL.",
+        )),
+    }
+}
+
+/// FLUSHALL / FLUSHDB in cluster mode: proposed to every group this node leads (as Redis
+/// Cluster flushes one primary's slots); answered once all of them applied it.
+async fn flush_led_groups(cl: &Cluster, out: &mut ReplyWriter, args: Args<'_>) -> CmdResult {
+    let all: Vec<&[u8]> = args.iter().collect();
+    let command = super::encode_command(&all);
+    let mut waits = Vec::new();
+    for g in 1..=cl.groups {
+        let g = GroupId(g);
+        if !cl.leadership(g).is_me {
+            continue;
+        }
+        if let Some(h) = cl.handle(g) {
+            let req = Request::new(command.clone(), storage::clock::now_ns(), cl.next_seed());
+            waits.push(h.raft.client_write(req));
+        }
+    }
+    let results = tokio::time::timeout(cl.op_timeout, futures_join(waits)).await;
+    match results {
+        Ok(rs) if rs.iter().all(Result::is_ok) => {
+            out.ok();
+            Ok(())
+        }
+        Ok(_) => Err(down()),
+        Err(_) => Err(CmdError::raw(
+            "TRYAGAIN the flush was not confirmed in time; it may still apply",
+        )),
+    }
+}
+
+/// Awaits every future, in order.
+async fn futures_join<F: Future>(fs: Vec<F>) -> Vec<F::Output> {
+    let mut out = Vec::with_capacity(fs.len());
+    for f in fs {
+        out.push(f.await);
+    }
+    out
+}
+
+/// Waits for this connection's proposed writes and puts their replies in place, in order.
+pub(crate) async fn drain(client: &mut Client, out: &mut ReplyWriter) {
+    if client.cluster.pending.is_empty() {
+        return;
+    }
+    let pending = std::mem::take(&mut client.cluster.pending);
+    let first = pending[0].pos;
+    let tail = out.buffer_mut().split_off(first);
+    let mut last = first;
+    for p in pending {
+        let bytes = p.reply.await;
+        let buf = out.buffer_mut();
+        buf.extend_from_slice(&tail[last - first..p.pos - first]);
+        if p.keep {
+            buf.extend_from_slice(&bytes);
+        }
+        last = p.pos;
+    }
+    out.buffer_mut().extend_from_slice(&tail[last - first..]);
+}
