@@ -401,11 +401,14 @@ fn slots(ctx: &mut Ctx<'_>, _args: Args<'_>) -> CmdResult {
     Ok(())
 }
 
+/// One shard: its nodes (master first) and its slot ranges.
+type Shard = (Vec<NodeId>, Vec<(u16, u16)>);
+
 /// CLUSTER SHARDS: one shard per set of ranges with the same nodes.
 fn shards(ctx: &mut Ctx<'_>, _args: Args<'_>) -> CmdResult {
     let cl = cluster(ctx)?;
     let map = slot_map(cl);
-    let mut shards: Vec<(Vec<NodeId>, Vec<(u16, u16)>)> = Vec::new();
+    let mut shards: Vec<Shard> = Vec::new();
     for r in &map {
         match shards.iter_mut().find(|(n, _)| *n == r.nodes) {
             Some((_, s)) => s.push((r.start, r.end)),
