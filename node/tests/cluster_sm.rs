@@ -380,8 +380,18 @@ async fn t30_garbage_and_foreign_commands_answer_errors_and_replicas_stay_equal(
     assert!(r.starts_with(b"-ERR key '"), "{r:?}");
     let (r, _, _) = c.write(G1, &[b"MSET", &k, b"2", &other, b"2"]).await;
     assert!(r.starts_with(b"-ERR key '"), "{r:?}");
+    let (r, _, _) = c.write(G1, &[b"FLUSHALL", b"NOW"]).await;
+    assert!(r.starts_with(b"-ERR "), "{r:?}");
+    // FLUSHALL in a group empties that group's slots only.
+    let (r, _, i2) = c.write(G2, &[b"SET", &other, b"1"]).await;
+    assert_eq!(&r[..], b"+OK\r\n");
+    c.wait_all(G2, i2).await;
     let (r, _, _) = c.write(G1, &[b"FLUSHALL"]).await;
-    assert!(r.starts_with(b"-ERR 'flushall' writes no key"), "{r:?}");
+    assert_eq!(&r[..], b"+OK\r\n");
+    let (r, _, _) = c.write(G1, &[b"GET", &k]).await;
+    assert_eq!(&r[..], b"$-1\r\n");
+    let (r, _, _) = c.write(G1, &[b"SET", &k, b"1"]).await;
+    assert_eq!(&r[..], b"+OK\r\n");
     let (r, _, i) = c.write(G1, &[b"GET", &k]).await;
     assert_eq!(&r[..], b"$1\r\n1\r\n");
     assert!(i > last);
@@ -390,7 +400,7 @@ async fn t30_garbage_and_foreign_commands_answer_errors_and_replicas_stay_equal(
     for id in [2, 3] {
         assert_eq!(c.group_bytes(id, G1), bytes);
         assert_eq!(&c.read(id, &[b"GET", &k], 1)[..], b"$1\r\n1\r\n");
-        assert_eq!(&c.read(id, &[b"EXISTS", &other], 1)[..], b":0\r\n");
+        assert_eq!(&c.read(id, &[b"EXISTS", &other], 1)[..], b":1\r\n");
     }
     c.close().await;
 }

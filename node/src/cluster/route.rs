@@ -11,6 +11,10 @@
 //! - A read runs on the leader once it has proven leadership: a quorum round (ReadIndex,
 //!   one per batch and group) or, in lease mode, a lease taken from the last round. On a
 //!   `READONLY` connection reads run on any replica (possibly stale, as in Redis).
+//! - A proposal not answered within twice the node timeout gets `-TIMEOUT ... it may still
+//!   apply`, not `-TRYAGAIN`: the entry may already be in the log, and clients retry
+//!   TRYAGAIN on their own. Only openraft's ForwardToLeader (not appended, or truncated)
+//!   becomes `-MOVED`.
 //! - Keyless commands run locally (PING, INFO, CLUSTER ...); keyless writes cannot be
 //!   replicated by one group and are refused, except FLUSHALL/FLUSHDB, proposed to every
 //!   group this node leads.
@@ -162,9 +166,15 @@ pub(crate) async fn route(
                     None => b"-CLUSTERDOWN The cluster is down\r\n".to_vec(),
                 },
                 Ok(Ok(Err(e))) => format!("-CLUSTERDOWN {e}\r\n").into_bytes(),
-                Ok(Err(_)) => b"-CLUSTERDOWN The cluster is down\r\n".to_vec(),
-                Err(_) => b"-TRYAGAIN the write was not confirmed in time; it may still apply\r\n"
-                    .to_vec(),
+                // The entry may be in the log already: the outcome is unknown, so these are
+                // not TRYAGAIN (which clients retry on their own, applying it twice).
+                Ok(Err(_)) => {
+                    b"-ERR the node stopped before the write was confirmed; it may still apply\r\n"
+                        .to_vec()
+                }
+                Err(_) => {
+                    b"-TIMEOUT the write was not confirmed in time; it may still apply\r\n".to_vec()
+                }
             }
         };
         client.cluster.pending.push(PendingWrite {

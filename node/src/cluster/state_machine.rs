@@ -12,7 +12,8 @@
 //!
 //! Commands a group must not run are refused with an error reply (deterministic, so every
 //! replica refuses alike): a key outside the group's slots, and writes with no key argument
-//! that would reach every group's keys (FLUSHALL, SWAPDB, FUNCTION LOAD, ...). Scripts
+//! that would reach every group's keys (SWAPDB, FUNCTION LOAD, ...). FLUSHALL and FLUSHDB
+//! (with no option, ASYNC or SYNC) empty the group's own slots only. Scripts
 //! (not flagged as writes) run; the keys they touch are the caller's to declare.
 //!
 //! # Snapshot
@@ -273,9 +274,12 @@ impl raft::StateMachine for ClusterStateMachine {
             let args = Args::new(&request.command, &spans);
             // FLUSHALL / FLUSHDB in a group empty the group's slots (cluster mode uses
             // database 0 only).
-            if args.len() <= 2
-                && (args.arg(0).eq_ignore_ascii_case(b"flushall")
-                    || args.arg(0).eq_ignore_ascii_case(b"flushdb"))
+            if (args.arg(0).eq_ignore_ascii_case(b"flushall")
+                || args.arg(0).eq_ignore_ascii_case(b"flushdb"))
+                && (args.len() == 1
+                    || (args.len() == 2
+                        && (args.arg(1).eq_ignore_ascii_case(b"async")
+                            || args.arg(1).eq_ignore_ascii_case(b"sync"))))
             {
                 self.clear_group();
                 return Response(Bytes::from_static(b"+OK\r\n"));

@@ -1,0 +1,429 @@
+"""Cluster mode on real processes: three `ember --cluster-enabled yes` nodes on 127.0.0.1,
+driven by redis-py's RedisCluster and `redis-cli -c`. Leaders are killed (SIGKILL) and
+frozen (SIGSTOP) during a write load; every acknowledged write must be there afterwards."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import threading
+import time
+
+import pytest
+import redis
+from redis.cluster import ClusterNode, RedisCluster
+from redis.backoff import ExponentialBackoff, NoBackoff
+from redis.exceptions import MovedError
+from redis.retry import Retry
+
+from helpers import HOST, IS_REDIS, find_ember_bin
+
+pytestmark = pytest.mark.skipif(IS_REDIS, reason="starts ember processes in cluster mode")
+
+# Small enough to come up fast in a debug build, big enough that every node leads some.
+GROUPS = 8
+NODE_TIMEOUT_MS = 1000
+
+
+def _free_ports(n: int) -> list[int]:
+    socks, ports = [], []
+    while len(ports) < n:
+        s = socket.socket()
+        s.bind((HOST, 0))
+        p = s.getsockname()[1]
+        # The bus port must be free too; keep both below 65536.
+        if p + 10000 < 65536 and p not in ports:
+            socks.append(s)
+            ports.append(p)
+        else:
+            s.close()
+    for s in socks:
+        s.close()
+    return ports
+
+
+class Node:
+    """One ember process in cluster mode; its directory outlives restarts."""
+
+    def __init__(self, port: int, bus: int, bootstrap: str, workdir: str):
+        self.port, self.bus, self.bootstrap, self.workdir = port, bus, bootstrap, workdir
+        self.proc: subprocess.Popen | None = None
+        self.log = os.path.join(workdir, "server.log")
+
+    def start(self) -> None:
+        argv = [str(find_ember_bin()), "--port", str(self.port), "--bind", HOST,
+                "--dir", self.workdir, "--cluster-enabled", "yes",
+                "--cluster-bootstrap", self.bootstrap, "--cluster-port", str(self.bus),
+                "--cluster-groups", str(GROUPS),
+                "--cluster-node-timeout", str(NODE_TIMEOUT_MS)]
+        logf = open(self.log, "ab")
+        self.proc = subprocess.Popen(argv, stdout=logf, stderr=subprocess.STDOUT,
+                                     stdin=subprocess.DEVNULL, cwd=self.workdir)
+        logf.close()
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            assert self.proc.poll() is None, f"node {self.port} exited:\n{self.output()}"
+            try:
+                with socket.create_connection((HOST, self.port), timeout=1) as s:
+                    s.sendall(b"PING\r\n")
+                    s.settimeout(2)
+                    if s.recv(16).startswith(b"+PONG"):
+                        return
+            except OSError:
+                pass
+            time.sleep(0.05)
+        raise AssertionError(f"node {self.port} did not answer PING:\n{self.output()}")
+
+    def kill(self) -> None:
+        if self.proc and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(10)
+
+    def stop(self) -> None:
+        if self.proc and self.proc.poll() is None:
+            os.kill(self.proc.pid, signal.SIGCONT)
+            self.proc.terminate()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(10)
+
+    def client(self, **kw) -> redis.Redis:
+        return redis.Redis(host=HOST, port=self.port, socket_timeout=10, **kw)
+
+    def output(self) -> str:
+        try:
+            with open(self.log, "rb") as f:
+                return f.read()[-8000:].decode("utf-8", "replace")
+        except OSError:
+            return "<no output>"
+
+
+class Cluster:
+    def __init__(self, n: int = 3):
+        ports = _free_ports(2 * n)
+        self.root = tempfile.mkdtemp(prefix="ember-cluster-")
+        pairs = list(zip(ports[:n], ports[n:]))
+        boot = ",".join(f"{HOST}:{p}@{b}" for p, b in pairs)
+        self.nodes = []
+        for i, (p, b) in enumerate(pairs):
+            d = os.path.join(self.root, f"n{i + 1}")
+            os.makedirs(d)
+            self.nodes.append(Node(p, b, boot, d))
+
+    def start(self) -> "Cluster":
+        for n in self.nodes:
+            n.start()
+        self.wait_ok()
+        return self
+
+    def stop(self) -> None:
+        for n in self.nodes:
+            n.stop()
+
+    def by_port(self, port: int) -> Node:
+        return next(n for n in self.nodes if n.port == port)
+
+    def alive(self) -> list[Node]:
+        return [n for n in self.nodes if n.proc and n.proc.poll() is None]
+
+    def wait_ok(self, timeout: float = 30) -> None:
+        """Until every live node reports cluster_state:ok."""
+        deadline = time.monotonic() + timeout
+        last = None
+        while time.monotonic() < deadline:
+            try:
+                states = [n.client().cluster("INFO")["cluster_state"] for n in self.alive()]
+                if all(s == "ok" for s in states):
+                    return
+                last = states
+            except redis.RedisError as e:
+                last = e
+            time.sleep(0.1)
+        raise AssertionError(f"cluster not ok after {timeout}s: {last}\n"
+                             + "\n".join(n.output() for n in self.nodes))
+
+    def leader_of(self, key: str) -> Node:
+        """The node that answers writes for key's slot right now."""
+        slot = self.nodes[0].client().cluster("KEYSLOT", key)
+        for n in self.alive():
+            for r in n.client().execute_command("CLUSTER", "SLOTS"):
+                if r[0] <= slot <= r[1]:
+                    return self.by_port(int(r[2][1]))
+        raise AssertionError(f"no leader for slot {slot}")
+
+    def rc(self, socket_timeout: float = 5, **kw) -> RedisCluster:
+        starts = [ClusterNode(HOST, n.port) for n in self.alive()]
+        kw.setdefault("retry", Retry(ExponentialBackoff(cap=0.2, base=0.02), 10))
+        return RedisCluster(startup_nodes=starts, socket_timeout=socket_timeout, **kw)
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    c = Cluster().start()
+    yield c
+    c.stop()
+    shutil.rmtree(c.root, ignore_errors=True)
+
+
+def cli(port: int, *args: str) -> str:
+    out = subprocess.run(["redis-cli", "-c", "-h", HOST, "-p", str(port), *args],
+                         capture_output=True, text=True, timeout=30)
+    return out.stdout.strip()
+
+
+# -- protocol ---------------------------------------------------------------------------
+
+def test_cluster_info_and_topology(cluster):
+    c = cluster.nodes[0].client(decode_responses=True)
+    info = c.cluster("INFO")
+    assert info["cluster_state"] == "ok"
+    assert int(info["cluster_slots_assigned"]) == 16384
+    assert int(info["cluster_known_nodes"]) == 3
+    assert c.info("cluster") == {"cluster_enabled": 1}
+    myids = {n.client(decode_responses=True).execute_command("CLUSTER", "MYID")
+             for n in cluster.nodes}
+    assert len(myids) == 3 and all(len(i) == 40 for i in myids)
+
+    slots = c.execute_command("CLUSTER", "SLOTS")
+    covered = sorted((r[0], r[1]) for r in slots)
+    assert covered[0][0] == 0 and covered[-1][1] == 16383
+    assert all(a[1] + 1 == b[0] for a, b in zip(covered, covered[1:]))
+    for r in slots:
+        assert len(r) == 2 + 3, r       # leader + two replicas
+        assert r[2][2] in myids
+    # Leaders are spread: every node leads some slots.
+    assert {int(r[2][1]) for r in slots} == {n.port for n in cluster.nodes}
+
+    nodes = c.execute_command("CLUSTER", "NODES")
+    lines = [l for l in nodes.splitlines() if l]
+    assert len(lines) == 3
+    assert sum("myself" in l for l in lines) == 1
+    assert all(" master " in l or ",master " in l for l in lines)
+
+    shards = c.execute_command("CLUSTER", "SHARDS")
+    assert len(shards) >= 3
+
+
+def test_keyslot_and_moved(cluster):
+    c = cluster.nodes[0].client()
+    assert c.cluster("KEYSLOT", "foo") == 12182
+    assert c.cluster("KEYSLOT", "{user1000}.following") == c.cluster("KEYSLOT", "{user1000}.x")
+    owner = cluster.leader_of("moved-key")
+    other = next(n for n in cluster.nodes if n is not owner)
+    with pytest.raises(MovedError) as e:
+        other.client().execute_command("SET", "moved-key", "v")
+    slot = c.cluster("KEYSLOT", "moved-key")
+    assert str(e.value) == f"{slot} {HOST}:{owner.port}"    # redis-py strips "MOVED "
+    with pytest.raises(redis.ResponseError, match="hash to the same slot"):
+        owner.client().execute_command("MSET", "a", "1", "b", "2")
+
+
+def test_redis_cli_follows_moved(cluster):
+    for n in cluster.nodes:
+        assert cli(n.port, "set", "foo", f"bar{n.port}") == "OK"
+        for m in cluster.nodes:
+            assert cli(m.port, "get", "foo") == f"bar{n.port}"
+    assert cli(cluster.nodes[1].port, "cluster", "keyslot", "foo") == "12182"
+
+
+def test_redis_py_cluster_client(cluster):
+    rc = cluster.rc(decode_responses=True)
+    for i in range(300):
+        assert rc.set(f"k:{i}", f"v{i}")
+    assert [rc.get(f"k:{i}") for i in range(300)] == [f"v{i}" for i in range(300)]
+    assert rc.incr("ctr") == 1 and rc.incrby("ctr", 41) == 42
+    # Hash tags keep multi-key commands in one slot.
+    assert rc.mset({"{t}a": "1", "{t}b": "2"})
+    assert rc.mget(["{t}a", "{t}b"]) == ["1", "2"]
+    rc.rpush("{t}list", "x", "y", "z")
+    assert rc.lrange("{t}list", 0, -1) == ["x", "y", "z"]
+    rc.hset("h", mapping={"f": "1", "g": "2"})
+    assert rc.hgetall("h") == {"f": "1", "g": "2"}
+    rc.zadd("z", {"a": 1, "b": 2})
+    assert rc.zrange("z", 0, -1, withscores=True) == [("a", 1.0), ("b", 2.0)]
+    assert rc.expire("k:1", 100) and 0 < rc.ttl("k:1") <= 100
+    # A script on one slot runs on that group's leader.
+    assert rc.eval("return redis.call('INCRBY', KEYS[1], ARGV[1])", 1, "sc", 5) == 5
+    # Every node counts the keys of a slot it holds.
+    slot = rc.keyslot("k:7")
+    n = cluster.nodes[0].client()
+    assert n.cluster("COUNTKEYSINSLOT", slot) >= 1
+    assert "k:7" in [k.decode() if isinstance(k, bytes) else k
+                     for k in n.cluster("GETKEYSINSLOT", slot, 100)]
+    rc.close()
+
+
+def test_pipeline_of_writes(cluster):
+    rc = cluster.rc()
+    p = rc.pipeline(transaction=False)
+    for i in range(200):
+        p.set(f"p:{i}", i)
+        p.incr(f"pc:{i % 7}")
+    res = p.execute()
+    assert all(r is True for r in res[0::2])
+    assert sorted(int(rc.get(f"pc:{j}")) for j in range(7)) == sorted(
+        len(range(j, 200, 7)) for j in range(7))
+    rc.close()
+
+
+def test_readonly_reads_on_replica(cluster):
+    rc = cluster.rc()
+    rc.set("ro-key", "v1")
+    owner = cluster.leader_of("ro-key")
+    replica = next(n for n in cluster.nodes if n is not owner)
+    c = replica.client()
+    with pytest.raises(MovedError):
+        c.get("ro-key")
+    assert c.execute_command("READONLY") is True
+    deadline = time.monotonic() + 5
+    while c.get("ro-key") != b"v1":     # a follower may lag a little
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    with pytest.raises(MovedError):
+        c.set("ro-key", "v2")           # writes still go to the leader
+    assert c.execute_command("READWRITE") is True
+    with pytest.raises(MovedError):
+        c.get("ro-key")
+    rc.close()
+
+
+# -- failover under load ----------------------------------------------------------------
+
+class WriteLoad:
+    """Unique SETs and per-thread INCRs through RedisCluster; records what was acked."""
+
+    def __init__(self, cluster: Cluster, tag: str, threads: int = 3):
+        self.cluster, self.tag = cluster, tag
+        self.stop_flag = threading.Event()
+        self.acked_sets: list[str] = []
+        self.incr_acked = [0] * threads
+        self.incr_tried = [0] * threads
+        self.errors = 0
+        self.lock = threading.Lock()
+        self.threads = [threading.Thread(target=self._run, args=(i,), daemon=True)
+                        for i in range(threads)]
+
+    def _run(self, i: int) -> None:
+        # No client-side retries: a call that timed out may have applied, and a retry would
+        # apply it again; every call is then one attempt at most.
+        rc = self.cluster.rc(socket_timeout=1, retry=Retry(NoBackoff(), 0))
+        seq = 0
+        while not self.stop_flag.is_set():
+            key = f"{self.tag}:s:{i}:{seq}"
+            try:
+                if rc.set(key, f"{i}-{seq}"):
+                    with self.lock:
+                        self.acked_sets.append(key)
+            except Exception:   # unknown outcome: neither acked nor counted
+                with self.lock:
+                    self.errors += 1
+            seq += 1
+            self.incr_tried[i] += 1
+            try:
+                rc.incr(f"{self.tag}:c:{i}")
+                self.incr_acked[i] += 1
+            except Exception:
+                with self.lock:
+                    self.errors += 1
+        rc.close()
+
+    def start(self) -> "WriteLoad":
+        for t in self.threads:
+            t.start()
+        return self
+
+    def finish(self) -> None:
+        self.stop_flag.set()
+        for t in self.threads:
+            t.join(60)
+
+    def check(self) -> None:
+        rc = self.cluster.rc(decode_responses=True)
+        assert len(self.acked_sets) > 50, "the load made almost no progress"
+        missing = []
+        for key in self.acked_sets:
+            _, _, i, seq = key.split(":")
+            if rc.get(key) != f"{i}-{seq}":
+                missing.append(key)
+        assert not missing, f"{len(missing)} acknowledged SETs lost, e.g. {missing[:5]}"
+        for i, (acked, tried) in enumerate(zip(self.incr_acked, self.incr_tried)):
+            v = int(rc.get(f"{self.tag}:c:{i}") or 0)
+            assert acked <= v <= tried, f"counter {i}: {v} not in [{acked}, {tried}]"
+        rc.close()
+
+
+def _writes_resume_after(cluster: Cluster, key: str, t0: float, limit: float = 20) -> float:
+    """Liveness only (how fast is benches/cluster_bench.py's business): a write to key
+    succeeds again within limit seconds."""
+    rc = cluster.rc(socket_timeout=0.5)
+    try:
+        while True:
+            try:
+                rc.set(key, "after")
+                return time.monotonic() - t0
+            except redis.RedisError:
+                assert time.monotonic() - t0 < limit, "writes did not resume"
+                time.sleep(0.02)
+    finally:
+        rc.close()
+
+
+def test_kill_leader_under_load(cluster):
+    load = WriteLoad(cluster, "kill").start()
+    time.sleep(1.0)
+    victim = cluster.leader_of("kill-probe")
+    t0 = time.monotonic()
+    victim.kill()
+    _writes_resume_after(cluster, "kill-probe", t0)
+    time.sleep(1.0)
+    load.finish()
+    load.check()
+    assert cluster.rc().get("kill-probe") == b"after"
+    # The killed node comes back from its disk and catches up.
+    victim.start()
+    cluster.wait_ok()
+    load.check()
+    c = victim.client()
+    c.execute_command("READONLY")
+    deadline = time.monotonic() + 10
+    while c.get("kill-probe") != b"after":
+        assert time.monotonic() < deadline, "restarted node did not catch up"
+        time.sleep(0.1)
+
+
+def test_sigstop_leader_under_load(cluster):
+    load = WriteLoad(cluster, "stop").start()
+    time.sleep(1.0)
+    victim = cluster.leader_of("stop-probe")
+    t0 = time.monotonic()
+    os.kill(victim.proc.pid, signal.SIGSTOP)
+    try:
+        _writes_resume_after(cluster, "stop-probe", t0)
+        time.sleep(1.0)
+    finally:
+        os.kill(victim.proc.pid, signal.SIGCONT)
+    time.sleep(1.5)     # the old leader wakes up, learns the new term, steps down
+    load.finish()
+    load.check()
+    cluster.wait_ok()
+
+
+def test_full_restart_keeps_data(cluster):
+    rc = cluster.rc(decode_responses=True)
+    for i in range(100):
+        rc.set(f"durable:{i}", str(i))
+    rc.close()
+    for n in cluster.nodes:
+        n.kill()
+    for n in cluster.nodes:
+        n.start()
+    cluster.wait_ok()
+    rc = cluster.rc(decode_responses=True)
+    assert [rc.get(f"durable:{i}") for i in range(100)] == [str(i) for i in range(100)]
+    rc.close()
