@@ -8,7 +8,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use node::cluster::{encode_command, key_slot, run_at, ClusterStateMachine};
+use node::cluster::{
+    encode_batch, encode_command, key_slot, run_at, split_batch_reply, ClusterStateMachine,
+    BATCH_MARKER,
+};
 use node::config::Config;
 use node::server::Server;
 use raft::openraft::{Config as RaftConfig, ServerState, SnapshotPolicy};
@@ -492,5 +495,59 @@ async fn t50_lagging_replica_catches_up_by_raft_snapshot() {
     let snap = lag.metrics().borrow().snapshot;
     assert!(snap.map(|s| s.index) >= Some(last), "caught up by snapshot");
     assert_eq!(c.group_bytes(lagging, G1), c.group_bytes(leader, G1));
+    c.close().await;
+}
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn t60_a_batch_entry_applies_its_commands_in_order_on_every_replica() {
+    let mut c = Cluster::start().await;
+    let (a, b) = (key_in(G1, "ba"), key_in(G1, "bb"));
+    let cmds: Vec<Bytes> = [
+        &[&b"SET"[..], &a, b"1"][..],
+        &[b"INCR", &a],
+        &[b"LPUSH", &a, b"x"],
+        &[b"SADD", &b, b"m1", b"m2", b"m3"],
+        &[b"SPOP", &b],
+        &[b"GET", &a],
+    ]
+    .iter()
+    .map(|c| encode_command(c))
+    .collect();
+    let batch = encode_batch(&cmds);
+    assert!(batch.starts_with(BATCH_MARKER));
+    c.clock_ns += 1_000_000;
+    let leader = c.leader(G1).await;
+    let resp = c
+        .raft(leader, G1)
+        .client_write(Request::new(batch, c.clock_ns, 7))
+        .await
+        .unwrap();
+    let replies = split_batch_reply(&resp.data.0, cmds.len());
+    assert_eq!(&replies[0][..], b"+OK\r\n");
+    assert_eq!(&replies[1][..], b":2\r\n");
+    assert!(replies[2].starts_with(b"-WRONGTYPE"), "{:?}", replies[2]);
+    assert_eq!(&replies[3][..], b":3\r\n");
+    assert!(replies[4].starts_with(b"$2\r\nm"), "{:?}", replies[4]);
+    assert_eq!(&replies[5][..], b"$1\r\n2\r\n");
+    c.wait_all(G1, resp.log_id.index).await;
+    let bytes = c.group_bytes(1, G1);
+    for id in [2, 3] {
+        assert_eq!(c.group_bytes(id, G1), bytes);
+    }
+    // A batch cut short by bytes that do not decode answers the rest with errors.
+    let mut bad = encode_batch(&cmds[..1]).to_vec();
+    bad.extend_from_slice(b"*1\r\n$4\r\nPI");
+    let resp = c
+        .raft(leader, G1)
+        .client_write(Request::new(Bytes::from(bad), c.clock_ns + 1, 8))
+        .await
+        .unwrap();
+    let replies = split_batch_reply(&resp.data.0, 2);
+    assert_eq!(&replies[0][..], b"+OK\r\n");
+    assert!(
+        replies[1].starts_with(b"-ERR Protocol error"),
+        "{:?}",
+        replies[1]
+    );
     c.close().await;
 }

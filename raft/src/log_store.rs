@@ -15,9 +15,11 @@ use openraft::RaftLogReader;
 use openraft::StorageIOError;
 use rocksdb::Direction;
 use rocksdb::IteratorMode;
+use rocksdb::ReadOptions;
 use rocksdb::WriteBatch;
 
 use crate::codec;
+use crate::db::Durable;
 use crate::db::RaftDb;
 use crate::db::CF_LOGS;
 use crate::error::Error;
@@ -64,13 +66,25 @@ impl RocksLogStore {
             },
             Bound::Unbounded => 0,
         };
+        let end = match range.end_bound() {
+            Bound::Included(&i) => i.saturating_add(1),
+            Bound::Excluded(&i) => i,
+            Bound::Unbounded => u64::MAX,
+        };
+        if start >= end {
+            return Ok(Vec::new());
+        }
         let cf = self.db.cf(CF_LOGS)?;
         let from = codec::log_key(self.group, start);
+        // The upper bound keeps the iterator inside this group's range: without it, finding
+        // "the next key" after the last entry walks into other groups' keys and tombstones.
+        let mut opts = ReadOptions::default();
+        opts.set_iterate_upper_bound(codec::log_key(self.group, end));
         let mut out = Vec::new();
-        for item in self
-            .db
-            .db()
-            .iterator_cf(cf, IteratorMode::From(&from, Direction::Forward))
+        for item in
+            self.db
+                .db()
+                .iterator_cf_opt(cf, opts, IteratorMode::From(&from, Direction::Forward))
         {
             let (key, value) = item?;
             let (group, index) = codec::parse_log_key(&key)?;
@@ -93,10 +107,12 @@ impl RocksLogStore {
     fn last_entry_id(&self) -> Result<Option<LogId>, Error> {
         let cf = self.db.cf(CF_LOGS)?;
         let from = codec::log_key(self.group, u64::MAX);
-        let mut it = self
-            .db
-            .db()
-            .iterator_cf(cf, IteratorMode::From(&from, Direction::Reverse));
+        let mut opts = ReadOptions::default();
+        opts.set_iterate_lower_bound(codec::log_key(self.group, 0));
+        let mut it =
+            self.db
+                .db()
+                .iterator_cf_opt(cf, opts, IteratorMode::From(&from, Direction::Reverse));
         let Some(item) = it.next() else {
             return Ok(None);
         };
@@ -122,15 +138,28 @@ impl RocksLogStore {
         self.db.write(batch)
     }
 
-    /// Appends entries in one durable batch.
-    fn append_batch(&self, entries: impl IntoIterator<Item = Entry>) -> Result<(), Error> {
-        let cf = self.db.cf(CF_LOGS)?;
-        let mut batch = WriteBatch::default();
-        for entry in entries {
-            let key = codec::log_key(self.group, entry.log_id.index);
-            batch.put_cf(cf, key, codec::encode("log entry", &entry)?);
+    /// Appends entries in one batch; `done` hears when it is durable.
+    fn append_batch(
+        &self,
+        entries: impl IntoIterator<Item = Entry>,
+        done: Durable,
+    ) -> Result<(), Error> {
+        let batch = (|| {
+            let cf = self.db.cf(CF_LOGS)?;
+            let mut batch = WriteBatch::default();
+            for entry in entries {
+                let key = codec::log_key(self.group, entry.log_id.index);
+                batch.put_cf(cf, key, codec::encode("log entry", &entry)?);
+            }
+            Ok::<_, Error>(batch)
+        })();
+        match batch {
+            Ok(batch) => self.db.write_durable(batch, done),
+            Err(e) => {
+                done(Err(std::io::Error::other(e.to_string())));
+                Err(e)
+            }
         }
-        self.db.write(batch)
     }
 
     /// Deletes entries with index in `from..to`, and records `purged` when given, atomically.
@@ -218,17 +247,8 @@ impl RaftLogStorage<TypeConfig> for RocksLogStore {
         I: IntoIterator<Item = Entry> + OptionalSend,
         I::IntoIter: OptionalSend,
     {
-        let res = self.append_batch(entries);
-        match res {
-            Ok(()) => {
-                callback.log_io_completed(Ok(()));
-                Ok(())
-            }
-            Err(e) => {
-                callback.log_io_completed(Err(std::io::Error::other(e.to_string())));
-                Err(storage_err(ErrorSubject::Logs, ErrorVerb::Write, e))
-            }
-        }
+        self.append_batch(entries, Box::new(move |r| callback.log_io_completed(r)))
+            .map_err(|e| storage_err(ErrorSubject::Logs, ErrorVerb::Write, e))
     }
 
     async fn truncate(&mut self, log_id: LogId) -> Result<(), StorageError> {
@@ -258,6 +278,10 @@ mod tests {
         }
     }
 
+    fn ignore() -> Durable {
+        Box::new(|r| r.unwrap())
+    }
+
     fn indexes(store: &RocksLogStore) -> Vec<u64> {
         store
             .read_range(&(..))
@@ -273,8 +297,8 @@ mod tests {
         let db = RaftDb::open(dir.path()).unwrap();
         let mut a = RocksLogStore::new(db.clone(), GroupId(1));
         let mut b = RocksLogStore::new(db.clone(), GroupId(2));
-        a.append_batch((1..=5).map(entry)).unwrap();
-        b.append_batch((1..=3).map(entry)).unwrap();
+        a.append_batch((1..=5).map(entry), ignore()).unwrap();
+        b.append_batch((1..=3).map(entry), ignore()).unwrap();
         a.save_vote(&Vote::new(3, 1)).await.unwrap();
 
         assert_eq!(indexes(&a), [1, 2, 3, 4, 5]);
@@ -301,7 +325,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let db = RaftDb::open(dir.path()).unwrap();
         let mut store = RocksLogStore::new(db.clone(), GroupId(1));
-        store.append_batch([entry(1)]).unwrap();
+        store.append_batch([entry(1)], ignore()).unwrap();
         let cf = db.cf(CF_LOGS).unwrap();
         db.db()
             .put_cf(cf, codec::log_key(GroupId(1), 2), b"\xff\xff\xff")
@@ -309,5 +333,48 @@ mod tests {
         assert!(store.try_get_log_entries(1..3).await.is_err());
         assert!(store.get_log_state().await.is_err());
         assert_eq!(store.try_get_log_entries(1..2).await.unwrap().len(), 1);
+    }
+
+    #[test]
+    fn group_commit_calls_every_append_back_once_and_keeps_them() {
+        use crate::db::DbOptions;
+        let dir = tempfile::tempdir().unwrap();
+        let opts = DbOptions {
+            sync: true,
+            group_commit: true,
+        };
+        {
+            let db = RaftDb::open_with(dir.path(), opts.clone()).unwrap();
+            let (tx, rx) = std::sync::mpsc::channel();
+            let threads: Vec<_> = (1..=4u32)
+                .map(|g| {
+                    let store = RocksLogStore::new(db.clone(), GroupId(g));
+                    let tx = tx.clone();
+                    std::thread::spawn(move || {
+                        for i in 1..=50 {
+                            let tx = tx.clone();
+                            let done: Durable =
+                                Box::new(move |r| tx.send((g, i, r.is_ok())).unwrap());
+                            store.append_batch([entry(i)], done).unwrap();
+                        }
+                    })
+                })
+                .collect();
+            for t in threads {
+                t.join().unwrap();
+            }
+            drop(tx);
+            let mut heard: Vec<_> = rx.iter().collect();
+            heard.sort();
+            let want: Vec<_> = (1..=4u32)
+                .flat_map(|g| (1..=50).map(move |i| (g, i, true)))
+                .collect();
+            assert_eq!(heard, want);
+        }
+        let db = RaftDb::open_with(dir.path(), opts).unwrap();
+        for g in 1..=4 {
+            let store = RocksLogStore::new(db.clone(), GroupId(g));
+            assert_eq!(indexes(&store), (1..=50).collect::<Vec<_>>());
+        }
     }
 }

@@ -149,7 +149,13 @@ pub async fn run_node(spec: NodeSpec, shared: Rc<Shared>) -> turmoil::Result {
         *b
     };
     // Crashes never lose the OS's page cache here, so fsync only costs time.
-    let db = RaftDb::open_with(&spec.dir, DbOptions { sync: false })?;
+    let db = RaftDb::open_with(
+        &spec.dir,
+        DbOptions {
+            sync: false,
+            group_commit: false,
+        },
+    )?;
     let transport = BusTransport::with_connector(spec.id, bus_config(), TurmoilConnector);
     let multi = Arc::new(MultiRaft::new(
         spec.id,

@@ -269,8 +269,14 @@ impl Cluster {
             .parse()
             .map_err(|e| format!("bad cluster bus address: {e}"))?;
         let (multi, bus, handles) = rt.block_on(async {
-            let db = RaftDb::open_with(&dir, DbOptions { sync })
-                .map_err(|e| format!("can't open the raft database '{dir}': {e}"))?;
+            let db = RaftDb::open_with(
+                &dir,
+                DbOptions {
+                    sync,
+                    group_commit: true,
+                },
+            )
+            .map_err(|e| format!("can't open the raft database '{dir}': {e}"))?;
             let transport = BusTransport::new(me, bus_config);
             let multi = Arc::new(
                 MultiRaft::new(me, db, raft_config, transport).map_err(|e| e.to_string())?,

@@ -20,7 +20,7 @@
 //!   group this node leads.
 
 use std::future::Future;
-use std::pin::Pin;
+use std::sync::Arc;
 
 use bytes::Bytes;
 use raft::{GroupId, Request};
@@ -32,14 +32,18 @@ use crate::error::{CmdError, CmdResult};
 use crate::registry::{flags, CommandSpec, Group};
 use crate::server::Server;
 
-/// A proposed write whose reply is not in yet.
+/// A write to propose, led here when it was routed; its reply is not in yet.
 pub struct PendingWrite {
     /// Where the reply goes in the connection's output.
     pos: usize,
     /// Whether the client wants the reply (CLIENT REPLY).
     keep: bool,
-    /// Resolves to the reply bytes.
-    reply: Pin<Box<dyn Future<Output = Vec<u8>> + Send>>,
+    /// The key's slot (for a MOVED reply).
+    slot: u16,
+    /// The slot's group.
+    group: GroupId,
+    /// The command to propose (a RESP array).
+    command: Bytes,
 }
 
 /// A connection's cluster state.
@@ -49,8 +53,11 @@ pub struct ClusterConn {
     pub readonly: bool,
     /// ASKING was sent (for the next command).
     pub asking: bool,
-    /// Writes proposed and not answered yet, in order.
+    /// Writes routed and not answered yet, in order; [`drain`] proposes them, one log
+    /// entry per group.
     pub pending: Vec<PendingWrite>,
+    /// The node's cluster, once a write was routed.
+    cluster: Option<Arc<Cluster>>,
     /// Groups (and terms) whose leadership a quorum round confirmed during this batch.
     pub confirmed: Vec<(GroupId, u64)>,
 }
@@ -147,40 +154,15 @@ pub(crate) async fn route(
             Ok(c) => c,
             Err(e) => return Routed::Done(Err(e)),
         };
-        let req = Request::new(command, storage::clock::now_ns(), cl.next_seed());
-        let rx = match h.raft.client_write_ff(req).await {
-            Ok(rx) => rx,
-            Err(_) => return Routed::Done(Err(down())),
-        };
-        let timeout = cl.op_timeout;
-        let targets: Vec<(raft::NodeId, String)> =
-            cl.peers.iter().map(|p| (p.id, p.addr())).collect();
-        let reply = async move {
-            match tokio::time::timeout(timeout, rx).await {
-                Ok(Ok(Ok(r))) => r.data.0.to_vec(),
-                Ok(Ok(Err(raft::openraft::error::ClientWriteError::ForwardToLeader(f)))) => match f
-                    .leader_id
-                    .and_then(|l| targets.iter().find(|(id, _)| *id == l))
-                {
-                    Some((_, a)) => format!("-MOVED {slot} {a}\r\n").into_bytes(),
-                    None => b"-CLUSTERDOWN The cluster is down\r\n".to_vec(),
-                },
-                Ok(Ok(Err(e))) => format!("-CLUSTERDOWN {e}\r\n").into_bytes(),
-                // The entry may be in the log already: the outcome is unknown, so these are
-                // not TRYAGAIN (which clients retry on their own, applying it twice).
-                Ok(Err(_)) => {
-                    b"-ERR the node stopped before the write was confirmed; it may still apply\r\n"
-                        .to_vec()
-                }
-                Err(_) => {
-                    b"-TIMEOUT the write was not confirmed in time; it may still apply\r\n".to_vec()
-                }
-            }
-        };
+        if client.cluster.cluster.is_none() {
+            client.cluster.cluster = server.cluster.get().cloned();
+        }
         client.cluster.pending.push(PendingWrite {
             pos: out.len(),
             keep: !matches!(client.reply_mode, ReplyMode::Off | ReplyMode::Skipping),
-            reply: Box::pin(reply),
+            slot,
+            group: g,
+            command,
         });
         return Routed::Done(Ok(()));
     }
@@ -274,21 +256,97 @@ async fn futures_join<F: Future>(fs: Vec<F>) -> Vec<F::Output> {
     out
 }
 
-/// Waits for this connection's proposed writes and puts their replies in place, in order.
+/// Proposes one group's writes as one entry (a batch entry when there are several) and
+/// waits for their replies, in order.
+async fn propose(cl: Arc<Cluster>, group: GroupId, writes: Vec<(u16, Bytes)>) -> Vec<Vec<u8>> {
+    let n = writes.len();
+    let all = |reply: Vec<u8>| vec![reply; n];
+    let slot = writes[0].0;
+    let Some(h) = cl.handle(group) else {
+        return all(moved_bytes(&cl, slot, cl.redirect_target(group)));
+    };
+    let command = if n == 1 {
+        writes[0].1.clone()
+    } else {
+        let commands: Vec<Bytes> = writes.iter().map(|(_, c)| c.clone()).collect();
+        super::state_machine::encode_batch(&commands)
+    };
+    let req = Request::new(command, storage::clock::now_ns(), cl.next_seed());
+    let Ok(rx) = h.raft.client_write_ff(req).await else {
+        return all(b"-CLUSTERDOWN The cluster is down\r\n".to_vec());
+    };
+    match tokio::time::timeout(cl.op_timeout, rx).await {
+        Ok(Ok(Ok(r))) if n == 1 => vec![r.data.0.to_vec()],
+        Ok(Ok(Ok(r))) => super::state_machine::split_batch_reply(&r.data.0, n),
+        // Not appended (or truncated): each command goes where the leader is now.
+        Ok(Ok(Err(raft::openraft::error::ClientWriteError::ForwardToLeader(f)))) => writes
+            .iter()
+            .map(|(slot, _)| moved_bytes(&cl, *slot, f.leader_id))
+            .collect(),
+        Ok(Ok(Err(e))) => all(format!("-CLUSTERDOWN {e}\r\n").into_bytes()),
+        // The entry may be in the log already: the outcome is unknown, so these are not
+        // TRYAGAIN (which clients retry on their own, applying it twice).
+        Ok(Err(_)) => all(
+            b"-ERR the node stopped before the write was confirmed; it may still apply\r\n"
+                .to_vec(),
+        ),
+        Err(_) => {
+            all(b"-TIMEOUT the write was not confirmed in time; it may still apply\r\n".to_vec())
+        }
+    }
+}
+
+/// [`moved`] as reply bytes.
+fn moved_bytes(cl: &Cluster, slot: u16, leader: Option<raft::NodeId>) -> Vec<u8> {
+    format!("-{}\r\n", moved(cl, slot, leader)).into_bytes()
+}
+
+/// Proposes this connection's routed writes (one entry per group, all groups at once),
+/// waits for them and puts their replies in place, in order.
 pub(crate) async fn drain(client: &mut Client, out: &mut ReplyWriter) {
     if client.cluster.pending.is_empty() {
         return;
     }
     let pending = std::mem::take(&mut client.cluster.pending);
+    let Some(cl) = client.cluster.cluster.clone() else {
+        return;
+    };
+    // Which groups, in first-seen order, and each write's place in its group's batch.
+    let mut groups: Vec<(GroupId, Vec<(u16, Bytes)>)> = Vec::new();
+    let mut place = Vec::with_capacity(pending.len());
+    for p in &pending {
+        let gi = match groups.iter().position(|(g, _)| *g == p.group) {
+            Some(i) => i,
+            None => {
+                groups.push((p.group, Vec::new()));
+                groups.len() - 1
+            }
+        };
+        place.push((gi, groups[gi].1.len()));
+        groups[gi].1.push((p.slot, p.command.clone()));
+    }
+    // Proposing only queues the entry, so every group's entry is in flight before the
+    // first reply is awaited.
+    let mut waits = Vec::with_capacity(groups.len());
+    for (g, writes) in groups {
+        waits.push(tokio::spawn(propose(cl.clone(), g, writes)));
+    }
+    let mut replies: Vec<Vec<Vec<u8>>> = Vec::with_capacity(waits.len());
+    for w in waits {
+        replies.push(
+            w.await
+                .unwrap_or_else(|_| vec![b"-ERR the write task failed\r\n".to_vec()]),
+        );
+    }
     let first = pending[0].pos;
     let tail = out.buffer_mut().split_off(first);
     let mut last = first;
-    for p in pending {
-        let bytes = p.reply.await;
+    for (p, (gi, k)) in pending.iter().zip(place) {
         let buf = out.buffer_mut();
         buf.extend_from_slice(&tail[last - first..p.pos - first]);
         if p.keep {
-            buf.extend_from_slice(&bytes);
+            let reply = replies[gi].get(k).map(Vec::as_slice);
+            buf.extend_from_slice(reply.unwrap_or(b"-ERR the write task failed\r\n"));
         }
         last = p.pos;
     }

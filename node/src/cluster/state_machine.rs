@@ -266,12 +266,12 @@ fn execute(server: &Arc<Server>, args: Args<'_>, now: u64, seed: u64, out: &mut 
     client.ready_keys.clear();
 }
 
-impl raft::StateMachine for ClusterStateMachine {
-    fn apply(&mut self, index: u64, request: &Request) -> Response {
-        self.last_index = index;
+impl ClusterStateMachine {
+    /// Applies one command (a RESP array) at `time_ns` with `seed`; the RESP2 reply.
+    fn apply_one(&mut self, command: &[u8], time_ns: u64, seed: u64) -> Bytes {
         let mut spans = Vec::new();
-        if decode(&request.command, &mut spans).is_ok() {
-            let args = Args::new(&request.command, &spans);
+        if decode(command, &mut spans).is_ok() {
+            let args = Args::new(command, &spans);
             // FLUSHALL / FLUSHDB in a group empty the group's slots (cluster mode uses
             // database 0 only).
             if (args.arg(0).eq_ignore_ascii_case(b"flushall")
@@ -282,20 +282,83 @@ impl raft::StateMachine for ClusterStateMachine {
                             || args.arg(1).eq_ignore_ascii_case(b"sync"))))
             {
                 self.clear_group();
-                return Response(Bytes::from_static(b"+OK\r\n"));
+                return Bytes::from_static(b"+OK\r\n");
             }
             if let Some(e) = self.refusal(args) {
                 let mut out = ReplyWriter::new(Protocol::Resp2);
                 out.error(&e.to_string());
-                return Response(Bytes::copy_from_slice(out.buffer()));
+                return Bytes::copy_from_slice(out.buffer());
             }
         }
-        Response(run_at(
-            &self.server,
-            &request.command,
-            request.time_ns,
-            request.seed,
-        ))
+        run_at(&self.server, command, time_ns, seed)
+    }
+}
+
+/// Marks a log entry that holds several commands (one connection's pipelined writes to
+/// one group, proposed together): the marker, then the commands' RESP arrays back to back.
+/// Its response is every reply as a 4-byte little-endian length and the bytes, in order.
+pub const BATCH_MARKER: &[u8] = b"EMBER-BATCH\n";
+
+/// The seed of the `i`-th command of a batch entry proposed with `seed`.
+fn batch_seed(seed: u64, i: u64) -> u64 {
+    seed.wrapping_add(i.wrapping_mul(0x9E37_79B9_7F4A_7C15))
+}
+
+/// A batch entry's command: [`BATCH_MARKER`] and the commands.
+pub fn encode_batch(commands: &[Bytes]) -> Bytes {
+    let len = BATCH_MARKER.len() + commands.iter().map(|c| c.len()).sum::<usize>();
+    let mut buf = Vec::with_capacity(len);
+    buf.extend_from_slice(BATCH_MARKER);
+    for c in commands {
+        buf.extend_from_slice(c);
+    }
+    buf.into()
+}
+
+/// Splits a batch entry's response into `n` replies; a reply the response lacks (the
+/// batch stopped at a command that did not decode) is a protocol error.
+pub fn split_batch_reply(response: &[u8], n: usize) -> Vec<Vec<u8>> {
+    let mut out = Vec::with_capacity(n);
+    let mut rest = response;
+    while out.len() < n && rest.len() >= 4 {
+        let len = u32::from_le_bytes([rest[0], rest[1], rest[2], rest[3]]) as usize;
+        let Some(reply) = rest.get(4..4 + len) else {
+            break;
+        };
+        out.push(reply.to_vec());
+        rest = &rest[4 + len..];
+    }
+    while out.len() < n {
+        out.push(b"-ERR Protocol error: the batch entry stopped before this command\r\n".to_vec());
+    }
+    out
+}
+
+impl raft::StateMachine for ClusterStateMachine {
+    fn apply(&mut self, index: u64, request: &Request) -> Response {
+        self.last_index = index;
+        let Some(mut rest) = request.command.strip_prefix(BATCH_MARKER) else {
+            return Response(self.apply_one(&request.command, request.time_ns, request.seed));
+        };
+        let mut out = Vec::new();
+        let mut i = 0u64;
+        while !rest.is_empty() {
+            let mut spans = Vec::new();
+            let mut parser = RequestParser::new(Limits::default());
+            let used = match parser.parse(rest, &mut spans) {
+                Ok(Some((used, RequestKind::Multibulk))) if !spans.is_empty() => used,
+                _ => break,
+            };
+            let reply = self.apply_one(&rest[..used], request.time_ns, batch_seed(request.seed, i));
+            let Ok(len) = u32::try_from(reply.len()) else {
+                break;
+            };
+            out.extend_from_slice(&len.to_le_bytes());
+            out.extend_from_slice(&reply);
+            rest = &rest[used..];
+            i += 1;
+        }
+        Response(out.into())
     }
 
     fn snapshot(&self) -> Vec<u8> {
