@@ -30,17 +30,12 @@ NODE_TIMEOUT_MS = 1000
 
 
 def _free_ports(n: int) -> list[int]:
-    socks, ports = [], []
-    while len(ports) < n:
+    socks = []
+    for _ in range(n):
         s = socket.socket()
         s.bind((HOST, 0))
-        p = s.getsockname()[1]
-        # The bus port must be free too; keep both below 65536.
-        if p + 10000 < 65536 and p not in ports:
-            socks.append(s)
-            ports.append(p)
-        else:
-            s.close()
+        socks.append(s)
+    ports = [s.getsockname()[1] for s in socks]
     for s in socks:
         s.close()
     return ports
@@ -49,8 +44,9 @@ def _free_ports(n: int) -> list[int]:
 class Node:
     """One ember process in cluster mode; its directory outlives restarts."""
 
-    def __init__(self, port: int, bus: int, bootstrap: str, workdir: str):
+    def __init__(self, port: int, bus: int, bootstrap: str, workdir: str, groups: int = GROUPS):
         self.port, self.bus, self.bootstrap, self.workdir = port, bus, bootstrap, workdir
+        self.groups = groups
         self.proc: subprocess.Popen | None = None
         self.log = os.path.join(workdir, "server.log")
 
@@ -58,7 +54,7 @@ class Node:
         argv = [str(find_ember_bin()), "--port", str(self.port), "--bind", HOST,
                 "--dir", self.workdir, "--cluster-enabled", "yes",
                 "--cluster-bootstrap", self.bootstrap, "--cluster-port", str(self.bus),
-                "--cluster-groups", str(GROUPS),
+                "--cluster-groups", str(self.groups),
                 "--cluster-node-timeout", str(NODE_TIMEOUT_MS)]
         logf = open(self.log, "ab")
         self.proc = subprocess.Popen(argv, stdout=logf, stderr=subprocess.STDOUT,
@@ -105,7 +101,9 @@ class Node:
 
 
 class Cluster:
-    def __init__(self, n: int = 3):
+    """n nodes bootstrapped together, each in its own directory under root."""
+
+    def __init__(self, n: int = 3, groups: int = GROUPS):
         ports = _free_ports(2 * n)
         self.root = tempfile.mkdtemp(prefix="ember-cluster-")
         pairs = list(zip(ports[:n], ports[n:]))
@@ -114,7 +112,7 @@ class Cluster:
         for i, (p, b) in enumerate(pairs):
             d = os.path.join(self.root, f"n{i + 1}")
             os.makedirs(d)
-            self.nodes.append(Node(p, b, boot, d))
+            self.nodes.append(Node(p, b, boot, d, groups))
 
     def start(self) -> "Cluster":
         for n in self.nodes:
@@ -306,13 +304,20 @@ class WriteLoad:
         self.incr_tried = [0] * threads
         self.errors = 0
         self.lock = threading.Lock()
+        self.ready = threading.Semaphore(0)
         self.threads = [threading.Thread(target=self._run, args=(i,), daemon=True)
                         for i in range(threads)]
 
     def _run(self, i: int) -> None:
         # No client-side retries: a call that timed out may have applied, and a retry would
         # apply it again; every call is then one attempt at most.
-        rc = self.cluster.rc(socket_timeout=1, retry=Retry(NoBackoff(), 0))
+        while True:
+            try:
+                rc = self.cluster.rc(socket_timeout=1, retry=Retry(NoBackoff(), 0))
+                break
+            except redis.RedisError:    # a node died while the client was starting
+                time.sleep(0.05)
+        self.ready.release()
         seq = 0
         while not self.stop_flag.is_set():
             key = f"{self.tag}:s:{i}:{seq}"
@@ -336,6 +341,8 @@ class WriteLoad:
     def start(self) -> "WriteLoad":
         for t in self.threads:
             t.start()
+        for _ in self.threads:
+            assert self.ready.acquire(timeout=30), "a load thread could not connect"
         return self
 
     def finish(self) -> None:
