@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use node::cluster::{
-    encode_batch, encode_command, key_slot, run_at, split_batch_reply, ClusterStateMachine,
-    BATCH_MARKER,
+    encode_batch, encode_command, encode_tx, key_slot, run_at, split_batch_reply,
+    ClusterStateMachine, BATCH_MARKER,
 };
 use node::config::Config;
 use node::server::Server;
@@ -549,5 +549,61 @@ async fn t60_a_batch_entry_applies_its_commands_in_order_on_every_replica() {
         "{:?}",
         replies[1]
     );
+    c.close().await;
+}
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn t70_a_transaction_entry_runs_as_exec_on_every_replica() {
+    let mut c = Cluster::start().await;
+    let (a, b) = (key_in(G1, "ta"), key_in(G1, "tb"));
+    let tx = |cmds: &[&[&[u8]]]| {
+        let cmds: Vec<Bytes> = cmds.iter().map(|c| encode_command(c)).collect();
+        encode_tx(&cmds)
+    };
+    let ok = tx(&[
+        &[b"SET", &a, b"1"],
+        &[b"INCR", &a],
+        &[b"LPUSH", &a, b"x"],
+        &[b"RPUSH", &b, b"y"],
+    ]);
+    c.clock_ns += 1_000_000;
+    let leader = c.leader(G1).await;
+    let resp = c
+        .raft(leader, G1)
+        .client_write(Request::new(ok, c.clock_ns, 3))
+        .await
+        .unwrap();
+    let r = &resp.data.0[..];
+    assert!(r.starts_with(b"*4\r\n+OK\r\n:2\r\n-WRONGTYPE"), "{r:?}");
+    assert!(r.ends_with(b":1\r\n"), "{r:?}");
+    c.wait_all(G1, resp.log_id.index).await;
+    let bytes = c.group_bytes(1, G1);
+    for id in [2, 3] {
+        assert_eq!(c.group_bytes(id, G1), bytes);
+        assert_eq!(&c.read(id, &[b"GET", &a], 1)[..], b"$1\r\n2\r\n");
+    }
+    // A key of another group, an unknown command or bytes that are not a command abort it
+    // all, and nothing of it applies.
+    let other = key_in(G2, "t");
+    let bad_cmd: &[u8] = b"*1\r\n$4\r\nPI";
+    for bad in [
+        tx(&[&[b"SET", &a, b"9"], &[b"SET", &other, b"1"]]),
+        tx(&[&[b"SET", &a, b"9"], &[b"NOSUCH", &a]]),
+        tx(&[&[b"SET", &a, b"9"], &[b"GET"]]),
+        encode_command(&[
+            &b"EMBER.TX"[..],
+            &encode_command(&[&b"SET"[..], &a, b"9"]),
+            bad_cmd,
+        ]),
+    ] {
+        let resp = c
+            .raft(leader, G1)
+            .client_write(Request::new(bad, c.clock_ns + 1, 4))
+            .await
+            .unwrap();
+        assert!(resp.data.0.starts_with(b"-EXECABORT"), "{:?}", resp.data.0);
+        c.wait_all(G1, resp.log_id.index).await;
+        assert_eq!(&c.read(1, &[b"GET", &a], 1)[..], b"$1\r\n2\r\n");
+    }
     c.close().await;
 }

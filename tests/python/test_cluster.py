@@ -175,6 +175,13 @@ def cli(port: int, *args: str) -> str:
     return out.stdout.strip()
 
 
+def _cli_script(port: int, script: str) -> list[str]:
+    """Runs newline-separated commands on one redis-cli connection (no -c)."""
+    out = subprocess.run(["redis-cli", "-h", HOST, "-p", str(port)], input=script,
+                         capture_output=True, text=True, timeout=30)
+    return [line for line in out.stdout.splitlines() if line]
+
+
 # -- protocol ---------------------------------------------------------------------------
 
 def test_cluster_info_and_topology(cluster):
@@ -268,6 +275,32 @@ def test_pipeline_of_writes(cluster):
     assert sorted(int(rc.get(f"pc:{j}")) for j in range(7)) == sorted(
         len(range(j, 200, 7)) for j in range(7))
     rc.close()
+
+
+def test_multi_exec_in_one_slot(cluster):
+    owner = cluster.leader_of("{tx}a")
+    c = owner.client()
+    p = c.pipeline(transaction=True)
+    p.set("{tx}a", 1).incr("{tx}a").rpush("{tx}l", "x", "y").get("{tx}a")
+    assert p.execute() == [True, 2, 2, b"2"]
+    # An error inside EXEC is that command's reply; the others apply.
+    p = c.pipeline(transaction=True)
+    p.lpush("{tx}a", "z").incr("{tx}a")
+    res = p.execute(raise_on_error=False)
+    assert isinstance(res[0], redis.ResponseError) and res[1] == 3
+    # Keys of different slots: CROSSSLOT, and nothing applies (one redis-cli connection).
+    out = _cli_script(owner.port, "MULTI\nSET {tx}a 100\nSET {other}b 1\nEXEC\nEXEC\n")
+    assert out == ["OK", "QUEUED", "QUEUED",
+                   "CROSSSLOT Keys in request don't hash to the same slot",
+                   "ERR EXEC without MULTI"], out
+    assert c.get("{tx}a") == b"3"
+    # On a node that does not lead the slot: MOVED at EXEC.
+    other = next(n for n in cluster.nodes if n is not owner)
+    out = _cli_script(other.port, "MULTI\nINCR {tx}a\nEXEC\n")
+    assert out[:2] == ["OK", "QUEUED"] and out[2].startswith("MOVED "), out
+    assert c.get("{tx}a") == b"3"
+    with pytest.raises(redis.ResponseError, match="WATCH is not supported"):
+        c.execute_command("WATCH", "{tx}a")
 
 
 def test_readonly_reads_on_replica(cluster):

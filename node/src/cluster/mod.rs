@@ -25,4 +25,4 @@ pub use raft::key_slot;
 pub use state_machine::encode_command;
 pub use state_machine::run_at;
 pub use state_machine::ClusterStateMachine;
-pub use state_machine::{encode_batch, split_batch_reply, BATCH_MARKER};
+pub use state_machine::{encode_batch, encode_tx, split_batch_reply, BATCH_MARKER};

@@ -108,11 +108,13 @@ pub(crate) async fn route(
     if name == "select" && args.arg(1) != b"0" {
         return Routed::Done(Err(CmdError::err("SELECT is not allowed in cluster mode")));
     }
-    if matches!(name, "multi" | "watch") {
-        return Routed::Done(Err(CmdError::err(format!(
-            "{} is not supported in Ember cluster mode yet",
-            name.to_ascii_uppercase()
-        ))));
+    if name == "watch" {
+        return Routed::Done(Err(CmdError::err(
+            "WATCH is not supported in Ember cluster mode yet",
+        )));
+    }
+    if name == "exec" && client.multi.as_ref().is_some_and(|m| !m.dirty) {
+        return route_exec(cl, server, client, out);
     }
     let keys = spec.key_positions(&args);
     let write = spec.has(flags::WRITE) || is_script_write(name);
@@ -254,6 +256,82 @@ async fn futures_join<F: Future>(fs: Vec<F>) -> Vec<F::Output> {
         out.push(f.await);
     }
     out
+}
+
+/// EXEC of a clean transaction: its commands' keys must share one slot, led here; the
+/// transaction is proposed as one entry (the state machine queues and EXECs it on every
+/// replica) and answered with EXEC's reply. A transaction without keys runs here.
+fn route_exec(cl: &Cluster, server: &Server, client: &mut Client, out: &mut ReplyWriter) -> Routed {
+    let reg = &server.registry;
+    let mut slot: Option<u16> = None;
+    let mut commands = Vec::new();
+    let mut error = None;
+    if let Some(m) = client.multi.as_ref() {
+        for q in &m.queued {
+            let args = q.args.args();
+            let entry = reg.entry(q.cmd_index);
+            let keys = entry.spec.key_positions(&args);
+            for &p in &keys {
+                let s = raft::key_slot(args.arg(p));
+                if slot.is_some_and(|x| x != s) {
+                    error.get_or_insert(CmdError::raw(
+                        "CROSSSLOT Keys in request don't hash to the same slot",
+                    ));
+                }
+                slot = Some(s);
+            }
+            if keys.is_empty() && entry.spec.has(flags::WRITE) {
+                error.get_or_insert(CmdError::err(format!(
+                    "'{}' has no key to route by: Ember cluster mode runs writes in the group of their keys",
+                    entry.full_name
+                )));
+            }
+            match script_body(server, &entry.full_name, args) {
+                Ok(c) => commands.push(c),
+                Err(e) => {
+                    error.get_or_insert(e);
+                }
+            }
+        }
+    }
+    let Some(slot) = slot.filter(|_| error.is_none()) else {
+        if error.is_none() {
+            return Routed::Local;
+        }
+        // The transaction ends here, as Redis discards it on EXECABORT.
+        client.multi = None;
+        client
+            .info
+            .multi_len
+            .store(-1, std::sync::atomic::Ordering::Relaxed);
+        return Routed::Done(Err(error.unwrap_or_else(down)));
+    };
+    client.multi = None;
+    client
+        .info
+        .multi_len
+        .store(-1, std::sync::atomic::Ordering::Relaxed);
+    let g = cl.slot_group(slot);
+    let lead = cl.leadership(g);
+    if cl.handle(g).is_none() || !lead.is_me {
+        let target = if cl.handle(g).is_none() {
+            cl.redirect_target(g)
+        } else {
+            lead.leader
+        };
+        return Routed::Done(Err(moved(cl, slot, target)));
+    }
+    if client.cluster.cluster.is_none() {
+        client.cluster.cluster = server.cluster.get().cloned();
+    }
+    client.cluster.pending.push(PendingWrite {
+        pos: out.len(),
+        keep: !matches!(client.reply_mode, ReplyMode::Off | ReplyMode::Skipping),
+        slot,
+        group: g,
+        command: super::state_machine::encode_tx(&commands),
+    });
+    Routed::Done(Ok(()))
 }
 
 /// Proposes one group's writes as one entry (a batch entry when there are several) and

@@ -229,9 +229,26 @@ pub fn run_at(server: &Arc<Server>, command: &[u8], now: u64, seed: u64) -> Byte
 /// Resolves, checks and runs `args` into `out`, as a connection does (errors replace
 /// whatever the command wrote).
 fn execute(server: &Arc<Server>, args: Args<'_>, now: u64, seed: u64, out: &mut ReplyWriter) {
+    execute_on(server, &mut apply_client(), args, now, seed, out);
+}
+
+/// A fresh client that never blocks, in database 0: what an entry runs as.
+fn apply_client() -> Client {
     let addr: SocketAddr = ([0, 0, 0, 0], 0).into();
     let mut client = Client::new(Arc::new(ClientInfo::new(0, addr, addr, -1)), true);
     client.block_mode = BlockMode::NoBlock;
+    client
+}
+
+/// [`execute`] as `client`.
+fn execute_on(
+    server: &Arc<Server>,
+    client: &mut Client,
+    args: Args<'_>,
+    now: u64,
+    seed: u64,
+    out: &mut ReplyWriter,
+) {
     let reg = &server.registry;
     let stats = &server.workers[0];
     let result = match crate::conn::resolve(server, args) {
@@ -246,7 +263,7 @@ fn execute(server: &Arc<Server>, args: Args<'_>, now: u64, seed: u64, out: &mut 
             let _gate = (!exclusive).then(|| stats.gate.lock());
             let mut ctx = Ctx {
                 server,
-                client: &mut client,
+                client: &mut *client,
                 out: &mut *out,
                 stats,
                 now,
@@ -284,6 +301,9 @@ impl ClusterStateMachine {
                 self.clear_group();
                 return Bytes::from_static(b"+OK\r\n");
             }
+            if args.arg(0) == TX_COMMAND {
+                return self.apply_tx(args, time_ns, seed);
+            }
             if let Some(e) = self.refusal(args) {
                 let mut out = ReplyWriter::new(Protocol::Resp2);
                 out.error(&e.to_string());
@@ -292,6 +312,81 @@ impl ClusterStateMachine {
         }
         run_at(&self.server, command, time_ns, seed)
     }
+
+    /// Applies a transaction entry ([`encode_tx`]): its commands queued on one client and
+    /// run by EXEC, atomically; the reply is EXEC's. A command that does not decode, is
+    /// unknown, has a bad arity or a key outside the group aborts the whole transaction
+    /// (the same way on every replica).
+    fn apply_tx(&mut self, args: Args<'_>, time_ns: u64, seed: u64) -> Bytes {
+        let mut out = ReplyWriter::new(Protocol::Resp2);
+        let mut queued = Vec::with_capacity(args.len().saturating_sub(1));
+        for i in 1..args.len() {
+            let command = args.arg(i);
+            let mut spans = Vec::new();
+            if let Err(why) = decode(command, &mut spans) {
+                out.error(&format!(
+                    "EXECABORT Transaction discarded: command {i}: {why}"
+                ));
+                return Bytes::copy_from_slice(out.buffer());
+            }
+            let cmd = Args::new(command, &spans);
+            let reg = &self.server.registry;
+            let checked = crate::conn::resolve(&self.server, cmd).and_then(|idx| {
+                if !reg.entry(idx).spec.arity_ok(cmd.len()) {
+                    return Err(CmdError::Arity(reg.entry(idx).full_name.clone()));
+                }
+                if reg.entry(idx).spec.has(flags::NO_MULTI) {
+                    return Err(CmdError::err("Command not allowed inside a transaction"));
+                }
+                match self.refusal(cmd) {
+                    Some(e) => Err(e),
+                    None => Ok(idx),
+                }
+            });
+            match checked {
+                Ok(idx) => queued.push(crate::client::Queued {
+                    cmd_index: idx,
+                    args: resp::OwnedArgs::from_args(cmd),
+                }),
+                Err(e) => {
+                    out.error(&format!("EXECABORT Transaction discarded: {e}"));
+                    return Bytes::copy_from_slice(out.buffer());
+                }
+            }
+        }
+        let mut client = apply_client();
+        client.multi = Some(crate::client::Multi {
+            queued,
+            dirty: false,
+        });
+        let exec: [&[u8]; 1] = [b"EXEC"];
+        let exec = encode_command(&exec);
+        let mut spans = Vec::new();
+        if decode(&exec, &mut spans).is_ok() {
+            execute_on(
+                &self.server,
+                &mut client,
+                Args::new(&exec, &spans),
+                time_ns,
+                seed,
+                &mut out,
+            );
+        }
+        Bytes::copy_from_slice(out.buffer())
+    }
+}
+
+/// The first argument of a transaction entry: not a command a client can send (the router
+/// resolves names before it proposes anything).
+pub const TX_COMMAND: &[u8] = b"EMBER.TX";
+
+/// A transaction entry: one RESP array, [`TX_COMMAND`] and then each queued command's own
+/// RESP array as one argument. Being an array, it can sit in a batch entry like any write.
+pub fn encode_tx(commands: &[Bytes]) -> Bytes {
+    let mut args: Vec<&[u8]> = Vec::with_capacity(commands.len() + 1);
+    args.push(TX_COMMAND);
+    args.extend(commands.iter().map(|c| c.as_ref()));
+    encode_command(&args)
 }
 
 /// Marks a log entry that holds several commands (one connection's pipelined writes to
