@@ -36,6 +36,9 @@ use crate::MAX_MESSAGE_SIZE;
 /// Finds this node's running member of a group.
 type Lookup = dyn Fn(GroupId) -> Option<Raft> + Send + Sync;
 
+/// Delivers a peer's PUBLISH (channel, message) to this node's subscribers; how many.
+type Publish = dyn Fn(&[u8], &[u8]) -> u64 + Send + Sync;
+
 /// The `RaftBus` service implementation (the generated server's handler). Cheap to clone.
 #[derive(Clone)]
 pub struct BusService {
@@ -43,6 +46,8 @@ pub struct BusService {
     node_id: NodeId,
     /// The group lookup.
     lookup: Arc<Lookup>,
+    /// The PUBLISH handler (`None`: Publish is unimplemented here).
+    publish: Option<Arc<Publish>>,
 }
 
 impl BusService {
@@ -113,6 +118,20 @@ impl RaftBus for BusService {
             node_id: self.node_id,
         }))
     }
+
+    async fn publish(
+        &self,
+        request: tonic::Request<pb::PublishRequest>,
+    ) -> Result<tonic::Response<pb::PublishReply>, tonic::Status> {
+        let Some(publish) = &self.publish else {
+            return Err(tonic::Status::unimplemented(
+                "no PUBLISH handler on this node",
+            ));
+        };
+        let req = request.into_inner();
+        let receivers = publish(&req.channel, &req.message);
+        Ok(tonic::Response::new(pb::PublishReply { receivers }))
+    }
 }
 
 /// A node's bus server: serves `RaftBus` for the node's groups.
@@ -132,8 +151,19 @@ impl BusServer {
             service: BusService {
                 node_id,
                 lookup: Arc::new(lookup),
+                publish: None,
             },
         }
+    }
+
+    /// Delivers peers' PUBLISH messages with `publish(channel, message)` (which answers
+    /// how many subscribers got it).
+    pub fn with_publish(
+        mut self,
+        publish: impl Fn(&[u8], &[u8]) -> u64 + Send + Sync + 'static,
+    ) -> Self {
+        self.service.publish = Some(Arc::new(publish));
+        self
     }
 
     /// A server for the groups open in `multi`. It holds `multi` weakly, so the node can

@@ -307,6 +307,33 @@ impl<C: Connect> BusTransport<C> {
             Ok(Ok(reply)) => Ok(reply.into_inner().node_id),
         }
     }
+
+    /// Hands a PUBLISH to the bus at `addr` for its node's subscribers, within `timeout`;
+    /// how many received it there.
+    pub async fn publish(
+        &self,
+        addr: &str,
+        channel: &[u8],
+        message: &[u8],
+        timeout: Duration,
+    ) -> Result<u64, Error> {
+        let (generation, mut client) = self.client(addr)?;
+        let req = pb::PublishRequest {
+            channel: channel.to_vec().into(),
+            message: message.to_vec().into(),
+        };
+        match tokio::time::timeout(timeout, client.publish(req)).await {
+            Err(_) => {
+                self.drop_channel(addr, generation);
+                Err(Error::Timeout(timeout))
+            }
+            Ok(Err(status)) => {
+                self.drop_channel(addr, generation);
+                Err(status.into())
+            }
+            Ok(Ok(reply)) => Ok(reply.into_inner().receivers),
+        }
+    }
 }
 
 impl<C: Connect> GroupTransport for BusTransport<C> {

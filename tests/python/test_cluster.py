@@ -303,6 +303,48 @@ def test_multi_exec_in_one_slot(cluster):
         c.execute_command("WATCH", "{tx}a")
 
 
+def _next_message(p, timeout: float = 5.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        m = p.get_message(timeout=0.1)
+        if m and m["type"] in ("message", "smessage"):
+            return m
+    return None
+
+
+def test_publish_reaches_subscribers_on_every_node(cluster):
+    subs = []
+    for n in cluster.nodes:
+        p = n.client().pubsub()
+        p.subscribe("news")
+        assert p.get_message(timeout=5)["type"] == "subscribe"
+        subs.append(p)
+    pub = cluster.nodes[0].client()
+    # The count is this node's subscribers, as in Redis Cluster.
+    assert pub.publish("news", "m1") == 1
+    assert pub.publish("news", "m2") == 1
+    for p in subs:
+        got = [_next_message(p), _next_message(p)]
+        assert [m["data"] for m in got if m] == [b"m1", b"m2"]
+        p.close()
+
+
+def test_sharded_pubsub_routes_by_slot(cluster):
+    owner = cluster.leader_of("{sh}chan")
+    other = next(n for n in cluster.nodes if n is not owner)
+    with pytest.raises(MovedError):
+        other.client().execute_command("SPUBLISH", "{sh}chan", "x")
+    p = owner.client().pubsub()
+    p.ssubscribe("{sh}chan")
+    assert p.get_sharded_message(timeout=5)["type"] == "ssubscribe"
+    rc = cluster.rc()
+    assert rc.spublish("{sh}chan", "hello") == 1
+    m = _next_message(p)
+    assert m and m["type"] == "smessage" and m["data"] == b"hello"
+    p.close()
+    rc.close()
+
+
 def test_readonly_reads_on_replica(cluster):
     rc = cluster.rc()
     rc.set("ro-key", "v1")

@@ -21,6 +21,7 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use bytes::Bytes;
 use cluster_bus::{BusConfig, BusServer, BusTransport, RunningBus};
 use raft::openraft::{Config as RaftConfig, RaftMetrics, ServerState, SnapshotPolicy};
 use raft::{DbOptions, GroupId, MultiRaft, Node, NodeId, Raft, RaftDb, SLOTS};
@@ -127,6 +128,8 @@ pub struct Cluster {
     pongs: Arc<Vec<AtomicU64>>,
     /// The node timeout (ms): a peer silent for longer is marked failing.
     pub node_timeout: u64,
+    /// Per peer (by id - 1; `None` for this node): the queue of PUBLISH messages to send.
+    publish_queues: Vec<Option<tokio::sync::mpsc::Sender<(Bytes, Bytes)>>>,
     /// The runtime of the groups and the bus; dropped last.
     rt: tokio::runtime::Runtime,
 }
@@ -304,7 +307,12 @@ impl Cluster {
             let listener = tokio::net::TcpListener::bind(bus_addr)
                 .await
                 .map_err(|e| format!("can't listen on the cluster bus {bus_addr}: {e}"))?;
+            let weak = Arc::downgrade(server);
             let bus = BusServer::for_multi(&multi)
+                .with_publish(move |channel, message| {
+                    weak.upgrade()
+                        .map_or(0, |s| s.pubsub.publish(false, channel, message) as u64)
+                })
                 .spawn(listener)
                 .map_err(|e| e.to_string())?;
             for h in handles.iter().flatten() {
@@ -337,6 +345,21 @@ impl Cluster {
             pongs.clone(),
             timeout,
         ));
+        let publish_queues = peers
+            .iter()
+            .map(|p| {
+                (p.id != me).then(|| {
+                    let (tx, rx) = tokio::sync::mpsc::channel(PUBLISH_QUEUE);
+                    rt.spawn(forward_publishes(
+                        me,
+                        format!("{}:{}", p.ip, p.bus_port),
+                        rx,
+                        timeout,
+                    ));
+                    tx
+                })
+            })
+            .collect();
         tracing::info!(
             node = me,
             nodes = peers.len(),
@@ -361,6 +384,7 @@ impl Cluster {
             seeds: AtomicU64::new(rand::random()),
             pongs,
             node_timeout: timeout,
+            publish_queues,
             rt,
         }))
     }
@@ -424,6 +448,18 @@ impl Cluster {
         match self.handle(g) {
             Some(_) => self.leadership(g).leader,
             None => self.members(g).first().copied(),
+        }
+    }
+
+    /// Queues a PUBLISH made here for every other node's subscribers (Redis Cluster
+    /// broadcasts PUBLISH over its bus too); a full queue drops it for that peer.
+    pub fn publish_to_peers(&self, channel: &[u8], message: &[u8]) {
+        let (channel, message) = (
+            Bytes::copy_from_slice(channel),
+            Bytes::copy_from_slice(message),
+        );
+        for tx in self.publish_queues.iter().flatten() {
+            let _ = tx.try_send((channel.clone(), message.clone()));
         }
     }
 
@@ -507,6 +543,36 @@ impl Cluster {
     /// The runtime the groups run on.
     pub fn runtime(&self) -> &tokio::runtime::Handle {
         self.rt.handle()
+    }
+}
+
+/// PUBLISH messages waiting for one peer; more are dropped (pub/sub is at most once).
+const PUBLISH_QUEUE: usize = 4096;
+
+/// Sends the PUBLISH messages queued for the peer at `addr`, in order; a message the peer
+/// does not take within half the node timeout is dropped.
+async fn forward_publishes(
+    me: NodeId,
+    addr: String,
+    mut rx: tokio::sync::mpsc::Receiver<(Bytes, Bytes)>,
+    timeout: u64,
+) {
+    let bus = BusTransport::new(
+        me,
+        BusConfig {
+            connect_timeout: Duration::from_millis(timeout / 2),
+            ..BusConfig::default()
+        },
+    );
+    while let Some((channel, message)) = rx.recv().await {
+        let _ = bus
+            .publish(
+                &addr,
+                &channel,
+                &message,
+                Duration::from_millis(timeout / 2),
+            )
+            .await;
     }
 }
 

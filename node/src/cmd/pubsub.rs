@@ -179,6 +179,12 @@ fn sunsubscribe(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
 
 fn publish(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
     let n = ctx.server.pubsub.publish(false, args.arg(1), args.arg(2));
+    // Cluster mode: subscribers on other nodes get it too (the count stays this node's,
+    // as in Redis Cluster). Not from a Raft entry being applied (client id 0): every
+    // replica applies it, so each delivers it to its own subscribers.
+    if let Some(cl) = ctx.server.cluster.get().filter(|_| ctx.client.info.id != 0) {
+        cl.publish_to_peers(args.arg(1), args.arg(2));
+    }
     ctx.out.int(n as i64);
     Ok(())
 }
