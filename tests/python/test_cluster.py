@@ -200,7 +200,7 @@ def test_cluster_info_and_topology(cluster):
     assert covered[0][0] == 0 and covered[-1][1] == 16383
     assert all(a[1] + 1 == b[0] for a, b in zip(covered, covered[1:]))
     for r in slots:
-        assert len(r) == 2 + 3, r       # leader + two replicas
+        assert len(r) == 2 + 1, r       # the leader only: every node is a master
         assert r[2][2] in myids
     # Leaders are spread: every node leads some slots.
     assert {int(r[2][1]) for r in slots} == {n.port for n in cluster.nodes}
@@ -212,7 +212,10 @@ def test_cluster_info_and_topology(cluster):
     assert all(" master " in l or ",master " in l for l in lines)
 
     shards = c.execute_command("CLUSTER", "SHARDS")
-    assert len(shards) >= 3
+    assert len(shards) == 3
+    rc = cluster.rc()
+    assert len(rc.get_primaries()) == 3 and rc.get_replicas() == []
+    rc.close()
 
 
 def test_keyslot_and_moved(cluster):
@@ -261,6 +264,29 @@ def test_redis_py_cluster_client(cluster):
     assert n.cluster("COUNTKEYSINSLOT", slot) >= 1
     assert "k:7" in [k.decode() if isinstance(k, bytes) else k
                      for k in n.cluster("GETKEYSINSLOT", slot, 100)]
+    rc.close()
+
+
+def test_keys_scan_dbsize_show_each_key_once(cluster):
+    rc = cluster.rc(decode_responses=True)
+    rc.flushall()
+    names = {f"u:{i}" for i in range(200)}
+    for k in names:
+        rc.set(k, 1)
+    # Asked on every primary and merged: each key exactly once.
+    assert sorted(rc.scan_iter(match="u:*", count=50)) == sorted(names)
+    assert sorted(rc.keys("u:*", target_nodes=RedisCluster.PRIMARIES)) == sorted(names)
+    assert rc.dbsize(target_nodes=RedisCluster.PRIMARIES) == 200
+    # Per node: the keys of the groups it leads; READONLY shows every key held there.
+    per_node = [n.client().dbsize() for n in cluster.nodes]
+    assert sum(per_node) == 200 and all(x > 0 for x in per_node)
+    c = cluster.nodes[0].client(single_connection_client=True)
+    c.execute_command("READONLY")
+    deadline = time.monotonic() + 5
+    while c.dbsize() != 200:    # replicas catch up
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    assert len(c.keys("u:*")) == 200
     rc.close()
 
 

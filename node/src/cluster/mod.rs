@@ -26,3 +26,39 @@ pub use state_machine::encode_command;
 pub use state_machine::run_at;
 pub use state_machine::ClusterStateMachine;
 pub use state_machine::{encode_batch, encode_tx, split_batch_reply, BATCH_MARKER};
+
+/// The keys a connection's KEYS, SCAN and DBSIZE show in cluster mode: those of the groups
+/// this node leads, as a Redis Cluster master shows its own slots (so a client that asks
+/// every master sees each key once). A READONLY connection sees every key held here.
+pub struct ServedKeys {
+    /// Number of data groups.
+    groups: u32,
+    /// Led here, by group id.
+    led: Vec<bool>,
+}
+
+impl ServedKeys {
+    /// `None` outside cluster mode and for READONLY connections: every key.
+    pub fn for_client(
+        server: &crate::server::Server,
+        client: &crate::client::Client,
+    ) -> Option<ServedKeys> {
+        let cl = server.cluster.get()?;
+        if client.cluster.readonly {
+            return None;
+        }
+        let led = (0..=cl.groups)
+            .map(|g| g > 0 && cl.leadership(raft::GroupId(g)).is_me)
+            .collect();
+        Some(ServedKeys {
+            groups: cl.groups,
+            led,
+        })
+    }
+
+    /// Whether `key` is shown.
+    pub fn contains(&self, key: &[u8]) -> bool {
+        let g = raft::slot_group(key_slot(key), self.groups);
+        self.led.get(g.0 as usize).copied().unwrap_or(false)
+    }
+}

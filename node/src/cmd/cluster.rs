@@ -379,10 +379,31 @@ fn slot_map(cl: &Cluster) -> Vec<Range> {
     out
 }
 
-/// CLUSTER SLOTS: per range, the master (group leader) then the replicas.
+/// The slot map with each range's first node only (its master), adjacent ranges merged.
+fn masters(map: Vec<Range>) -> Vec<Range> {
+    let mut out: Vec<Range> = Vec::with_capacity(map.len());
+    for mut r in map {
+        r.nodes.truncate(1);
+        match out.last_mut() {
+            Some(l) if l.nodes == r.nodes && l.led == r.led && l.end + 1 == r.start => {
+                l.end = r.end;
+            }
+            _ => out.push(r),
+        }
+    }
+    out
+}
+
+/// CLUSTER SLOTS: per range, its master (the group leader) only.
+///
+/// Every Ember node leads some groups and follows others, which Redis Cluster's one role
+/// per node cannot say: a client reading SLOTS marks a node listed as a replica anywhere as
+/// a replica everywhere (redis-py then leaves it out of KEYS, SCAN, DBSIZE and FLUSHALL
+/// fan-outs). So SLOTS, SHARDS and NODES show every node as the master of the ranges it
+/// leads, and nothing as a replica.
 fn slots(ctx: &mut Ctx<'_>, _args: Args<'_>) -> CmdResult {
     let cl = cluster(ctx)?;
-    let map = slot_map(cl);
+    let map = masters(slot_map(cl));
     let out = &mut *ctx.out;
     out.array(map.len());
     for r in &map {
@@ -404,10 +425,10 @@ fn slots(ctx: &mut Ctx<'_>, _args: Args<'_>) -> CmdResult {
 /// One shard: its nodes (master first) and its slot ranges.
 type Shard = (Vec<NodeId>, Vec<(u16, u16)>);
 
-/// CLUSTER SHARDS: one shard per set of ranges with the same nodes.
+/// CLUSTER SHARDS: one shard per master (see [`slots`]), with the ranges it leads.
 fn shards(ctx: &mut Ctx<'_>, _args: Args<'_>) -> CmdResult {
     let cl = cluster(ctx)?;
-    let map = slot_map(cl);
+    let map = masters(slot_map(cl));
     let mut shards: Vec<Shard> = Vec::new();
     for r in &map {
         match shards.iter_mut().find(|(n, _)| *n == r.nodes) {

@@ -180,9 +180,10 @@ fn renamenx(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
 fn keys(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
     let pat = args.arg(1);
     let all = pat == b"*";
-    let found = ctx
-        .ks()
-        .collect_keys(ctx.db(), ctx.now, |k, _| all || glob_match(pat, k, false));
+    let served = crate::cluster::ServedKeys::for_client(ctx.server, ctx.client);
+    let found = ctx.ks().collect_keys(ctx.db(), ctx.now, |k, _| {
+        (all || glob_match(pat, k, false)) && served.as_ref().is_none_or(|s| s.contains(k))
+    });
     ctx.out.array(found.len());
     for k in &found {
         ctx.out.bulk(k);
@@ -197,8 +198,10 @@ fn scan(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
         pattern,
         type_name,
     } = parse_scan_opts(&args, 2, true)?;
+    let served = crate::cluster::ServedKeys::for_client(ctx.server, ctx.client);
     let page = ctx.ks().scan(ctx.db(), cursor, count, ctx.now, |k, e| {
-        pattern.is_none_or(|p| glob_match(p, k, false))
+        served.as_ref().is_none_or(|s| s.contains(k))
+            && pattern.is_none_or(|p| glob_match(p, k, false))
             && type_name.is_none_or(|t| t.eq_ignore_ascii_case(e.value.type_name().as_bytes()))
     });
     ctx.out.array(2);

@@ -177,6 +177,20 @@ fn time(ctx: &mut Ctx<'_>, _args: Args<'_>) -> CmdResult {
 }
 
 fn dbsize(ctx: &mut Ctx<'_>, _args: Args<'_>) -> CmdResult {
+    // Cluster mode counts the keys of the groups led here (a scan: no per-slot counts).
+    if let Some(served) = crate::cluster::ServedKeys::for_client(ctx.server, ctx.client) {
+        let ks = &ctx.server.keyspace;
+        let mut n = 0i64;
+        for shard in 0..ks.shard_count() {
+            ks.with_shard(shard, |sh| {
+                sh.table_ref(ctx.db()).for_each_live(ctx.now, |k, _| {
+                    n += i64::from(served.contains(k));
+                })
+            });
+        }
+        ctx.out.int(n);
+        return Ok(());
+    }
     let n = ctx.ks().db_size(ctx.db());
     ctx.out.int(n as i64);
     Ok(())
