@@ -36,6 +36,7 @@ pub mod pb {
 pub use connect::Connect;
 pub use connect::TcpConnector;
 pub use error::Error;
+pub use server::BusCounters;
 pub use server::BusServer;
 pub use server::BusService;
 pub use server::RunningBus;

@@ -39,9 +39,22 @@ type Lookup = dyn Fn(GroupId) -> Option<Raft> + Send + Sync;
 /// Delivers a peer's PUBLISH (channel, message) to this node's subscribers; how many.
 type Publish = dyn Fn(&[u8], &[u8]) -> u64 + Send + Sync;
 
+/// What a bus server has served (for tests and INFO).
+#[derive(Debug, Default)]
+pub struct BusCounters {
+    /// `Raft` RPCs (one Raft request each).
+    pub raft: std::sync::atomic::AtomicU64,
+    /// `RaftBatch` RPCs.
+    pub batches: std::sync::atomic::AtomicU64,
+    /// Raft requests that came in `RaftBatch` RPCs.
+    pub batched: std::sync::atomic::AtomicU64,
+}
+
 /// The `RaftBus` service implementation (the generated server's handler). Cheap to clone.
 #[derive(Clone)]
 pub struct BusService {
+    /// What it has served.
+    counters: Arc<BusCounters>,
     /// This node's id (answered by `Ping`).
     node_id: NodeId,
     /// The group lookup.
@@ -79,6 +92,21 @@ impl BusService {
     }
 }
 
+impl BusService {
+    /// The reply to one Raft RPC: Raft's result, or why it did not reach Raft.
+    async fn answer(&self, req: pb::RaftRequest) -> pb::RaftReply {
+        let (group, kind) = (req.group_id, req.kind);
+        let reply = match self.handle(req).await {
+            Ok(result) => Reply::Result(result),
+            Err(e) => {
+                tracing::debug!(node = self.node_id, group, kind, "bus rpc refused: {e}");
+                Reply::Error(error_reply(&e))
+            }
+        };
+        pb::RaftReply { reply: Some(reply) }
+    }
+}
+
 /// The reply carrying `err`.
 fn error_reply(err: &Error) -> pb::BusError {
     let code = match err {
@@ -98,16 +126,39 @@ impl RaftBus for BusService {
         &self,
         request: tonic::Request<pb::RaftRequest>,
     ) -> Result<tonic::Response<pb::RaftReply>, tonic::Status> {
-        let req = request.into_inner();
-        let (group, kind) = (req.group_id, req.kind);
-        let reply = match self.handle(req).await {
-            Ok(result) => Reply::Result(result),
-            Err(e) => {
-                tracing::debug!(node = self.node_id, group, kind, "bus rpc refused: {e}");
-                Reply::Error(error_reply(&e))
-            }
-        };
-        Ok(tonic::Response::new(pb::RaftReply { reply: Some(reply) }))
+        self.counters
+            .raft
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Ok(tonic::Response::new(
+            self.answer(request.into_inner()).await,
+        ))
+    }
+
+    async fn raft_batch(
+        &self,
+        request: tonic::Request<pb::RaftBatchRequest>,
+    ) -> Result<tonic::Response<pb::RaftBatchReply>, tonic::Status> {
+        let requests = request.into_inner().requests;
+        use std::sync::atomic::Ordering::Relaxed;
+        self.counters.batches.fetch_add(1, Relaxed);
+        self.counters
+            .batched
+            .fetch_add(requests.len() as u64, Relaxed);
+        // Every group's RPC runs at once (one slow group must not hold up the others).
+        let tasks: Vec<_> = requests
+            .into_iter()
+            .map(|req| {
+                let this = self.clone();
+                tokio::spawn(async move { this.answer(req).await })
+            })
+            .collect();
+        let mut replies = Vec::with_capacity(tasks.len());
+        for t in tasks {
+            replies.push(t.await.unwrap_or_else(|e| pb::RaftReply {
+                reply: Some(Reply::Error(error_reply(&Error::Task(e.to_string())))),
+            }));
+        }
+        Ok(tonic::Response::new(pb::RaftBatchReply { replies }))
     }
 
     async fn ping(
@@ -149,11 +200,17 @@ impl BusServer {
     ) -> Self {
         BusServer {
             service: BusService {
+                counters: Arc::default(),
                 node_id,
                 lookup: Arc::new(lookup),
                 publish: None,
             },
         }
+    }
+
+    /// What this server (and every clone, and the spawned server) has served.
+    pub fn counters(&self) -> Arc<BusCounters> {
+        self.service.counters.clone()
     }
 
     /// Delivers peers' PUBLISH messages with `publish(channel, message)` (which answers

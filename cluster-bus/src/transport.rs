@@ -63,6 +63,9 @@ pub struct BusConfig {
     /// The largest request sent (peers accept up to [`MAX_MESSAGE_SIZE`]); a larger
     /// AppendEntries answers openraft `PayloadTooLarge`, so it sends fewer entries.
     pub max_message_size: usize,
+    /// How long an AppendEntries without entries (a heartbeat) waits for others to the
+    /// same peer, so that they all go in one `RaftBatch` RPC (zero: each goes alone).
+    pub heartbeat_linger: Duration,
 }
 
 impl Default for BusConfig {
@@ -73,9 +76,18 @@ impl Default for BusConfig {
             keep_alive_timeout: Duration::from_millis(500),
             backoff: Duration::from_millis(200),
             max_message_size: MAX_MESSAGE_SIZE,
+            heartbeat_linger: Duration::from_millis(2),
         }
     }
 }
+
+/// A request waiting for the next `RaftBatch` to its peer: it, its time limit, and where
+/// its answer goes.
+type Waiting = (
+    pb::RaftRequest,
+    Duration,
+    tokio::sync::oneshot::Sender<Result<bytes::Bytes, Failure>>,
+);
 
 /// A peer's shared channel and the generation it was made in (so an RPC that failed on an
 /// old channel does not drop a newer one).
@@ -98,6 +110,8 @@ struct Inner<C> {
     peers: Mutex<HashMap<String, Peer>>,
     /// The next channel generation.
     next_generation: AtomicU64,
+    /// Heartbeats waiting to go, by peer bus address.
+    batches: Mutex<HashMap<String, Vec<Waiting>>>,
 }
 
 /// A node's cluster-bus client: raft's [`GroupTransport`] over one multiplexed HTTP/2
@@ -123,6 +137,7 @@ impl BusTransport<TcpConnector> {
 }
 
 /// How an RPC failed below Raft, before it is mapped to openraft's `RPCError`.
+#[derive(Debug)]
 enum Failure {
     /// No reply within the time limit.
     Timeout(Duration),
@@ -131,6 +146,35 @@ enum Failure {
     Unreachable(Error),
     /// The connection failed mid-RPC: worth retrying at once on a new channel.
     Network(Error),
+}
+
+impl Failure {
+    /// The same failure for another request of a failed batch.
+    fn again(&self) -> Failure {
+        match self {
+            Failure::Timeout(d) => Failure::Timeout(*d),
+            Failure::Unreachable(e) => Failure::Unreachable(Error::Task(e.to_string())),
+            Failure::Network(e) => Failure::Network(Error::Task(e.to_string())),
+        }
+    }
+}
+
+/// The `result` bytes of a peer's reply, or why there are none.
+fn reply_bytes(reply: pb::RaftReply) -> Result<bytes::Bytes, Failure> {
+    match reply.reply {
+        Some(Reply::Result(bytes)) => Ok(bytes),
+        Some(Reply::Error(e)) => {
+            let code = BusErrorCode::try_from(e.code).unwrap_or(BusErrorCode::Unspecified);
+            Err(Failure::Unreachable(Error::Peer {
+                code,
+                message: e.message,
+            }))
+        }
+        None => Err(Failure::Unreachable(Error::malformed(
+            "raft reply",
+            "empty",
+        ))),
+    }
 }
 
 impl<C: Connect> BusTransport<C> {
@@ -143,6 +187,7 @@ impl<C: Connect> BusTransport<C> {
                 config,
                 peers: Mutex::new(HashMap::new()),
                 next_generation: AtomicU64::new(0),
+                batches: Mutex::new(HashMap::new()),
             }),
         }
     }
@@ -201,31 +246,105 @@ impl<C: Connect> BusTransport<C> {
                 self.drop_channel(addr, generation);
                 return Err(Failure::Timeout(ttl));
             }
-            Ok(Err(status)) => {
-                self.drop_channel(addr, generation);
-                let unreachable = status.code() == tonic::Code::Unavailable;
-                let e = Error::from(status);
-                return Err(if unreachable {
-                    Failure::Unreachable(e)
-                } else {
-                    Failure::Network(e)
-                });
-            }
+            Ok(Err(status)) => return Err(self.status_failure(addr, generation, status)),
             Ok(Ok(reply)) => reply.into_inner(),
         };
-        match reply.reply {
-            Some(Reply::Result(bytes)) => Ok(bytes),
-            Some(Reply::Error(e)) => {
-                let code = BusErrorCode::try_from(e.code).unwrap_or(BusErrorCode::Unspecified);
-                Err(Failure::Unreachable(Error::Peer {
-                    code,
-                    message: e.message,
-                }))
+        reply_bytes(reply)
+    }
+
+    /// Drops the channel after `status` and says how the RPC failed.
+    fn status_failure(&self, addr: &str, generation: u64, status: tonic::Status) -> Failure {
+        self.drop_channel(addr, generation);
+        let unreachable = status.code() == tonic::Code::Unavailable;
+        let e = Error::from(status);
+        if unreachable {
+            Failure::Unreachable(e)
+        } else {
+            Failure::Network(e)
+        }
+    }
+
+    /// Sends `request` with the other heartbeats to `addr` queued within
+    /// [`BusConfig::heartbeat_linger`], as one `RaftBatch`.
+    async fn send_batched(
+        &self,
+        addr: &str,
+        request: pb::RaftRequest,
+        ttl: Duration,
+    ) -> Result<bytes::Bytes, Failure>
+    where
+        C: 'static,
+    {
+        let linger = self.inner.config.heartbeat_linger;
+        if linger.is_zero() {
+            return self.send(addr, request, ttl).await;
+        }
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let first = {
+            let mut batches = self.inner.batches.lock();
+            let q = batches.entry(addr.to_string()).or_default();
+            q.push((request, ttl, tx));
+            q.len() == 1
+        };
+        if first {
+            let this = self.clone();
+            let addr = addr.to_string();
+            tokio::spawn(async move {
+                tokio::time::sleep(linger).await;
+                this.flush_batch(&addr).await;
+            });
+        }
+        rx.await
+            .unwrap_or_else(|_| Err(Failure::Network(Error::Task("batch dropped".into()))))
+    }
+
+    /// Sends the heartbeats queued for `addr` and hands each its answer.
+    async fn flush_batch(&self, addr: &str) {
+        let items = self.inner.batches.lock().remove(addr).unwrap_or_default();
+        if items.len() <= 1 {
+            for (req, ttl, tx) in items {
+                let _ = tx.send(self.send(addr, req, ttl).await);
             }
-            None => Err(Failure::Unreachable(Error::malformed(
-                "raft reply",
-                "empty",
-            ))),
+            return;
+        }
+        let ttl = items.iter().map(|i| i.1).min().unwrap_or_default();
+        let (requests, senders): (Vec<_>, Vec<_>) =
+            items.into_iter().map(|(r, _, tx)| (r, tx)).unzip();
+        let n = requests.len();
+        let result = match self.client(addr) {
+            Err(e) => Err(Failure::Unreachable(e)),
+            Ok((generation, mut client)) => {
+                let call = client.raft_batch(pb::RaftBatchRequest { requests });
+                match tokio::time::timeout(ttl, call).await {
+                    Err(_) => {
+                        self.drop_channel(addr, generation);
+                        Err(Failure::Timeout(ttl))
+                    }
+                    Ok(Err(status)) => Err(self.status_failure(addr, generation, status)),
+                    Ok(Ok(reply)) => Ok(reply.into_inner().replies),
+                }
+            }
+        };
+        match result {
+            Ok(replies) if replies.len() == n => {
+                for (tx, r) in senders.into_iter().zip(replies) {
+                    let _ = tx.send(reply_bytes(r));
+                }
+            }
+            Ok(replies) => {
+                let f = Failure::Unreachable(Error::malformed(
+                    "raft batch reply",
+                    format!("{} replies to {n} requests", replies.len()),
+                ));
+                for tx in senders {
+                    let _ = tx.send(Err(f.again()));
+                }
+            }
+            Err(f) => {
+                for tx in senders {
+                    let _ = tx.send(Err(f.again()));
+                }
+            }
         }
     }
 
@@ -271,7 +390,12 @@ impl<C: Connect> BusTransport<C> {
             payload,
         };
         let ttl = option.hard_ttl();
-        let bytes = match self.send(&node.bus_addr, request, ttl).await {
+        let sent = if kind == RaftKind::AppendEntries && entries == Some(0) {
+            self.send_batched(&node.bus_addr, request, ttl).await
+        } else {
+            self.send(&node.bus_addr, request, ttl).await
+        };
+        let bytes = match sent {
             Ok(bytes) => bytes,
             Err(Failure::Timeout(timeout)) => {
                 return Err(RPCError::Timeout(Timeout {

@@ -218,6 +218,20 @@ def test_cluster_info_and_topology(cluster):
     rc.close()
 
 
+def test_heartbeats_travel_in_batches(cluster):
+    """Every group's heartbeats to a peer go in one RaftBatch RPC per interval."""
+    def stats():
+        info = cluster.nodes[0].client(decode_responses=True).cluster("INFO")
+        return (int(info["cluster_bus_batch_rpcs_received"]),
+                int(info["cluster_bus_batched_requests_received"]))
+    b0, r0 = stats()
+    time.sleep(1.0)
+    b1, r1 = stats()
+    assert b1 > b0, "no batch RPC in a second"
+    # Node 1 gets the heartbeats of the groups the two others lead, several per RPC.
+    assert (r1 - r0) / (b1 - b0) > 1.5, (b1 - b0, r1 - r0)
+
+
 def test_keyslot_and_moved(cluster):
     c = cluster.nodes[0].client()
     assert c.cluster("KEYSLOT", "foo") == 12182

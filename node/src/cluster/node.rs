@@ -22,7 +22,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use cluster_bus::{BusConfig, BusServer, BusTransport, RunningBus};
+use cluster_bus::{BusConfig, BusCounters, BusServer, BusTransport, RunningBus};
 use raft::openraft::{Config as RaftConfig, RaftMetrics, ServerState, SnapshotPolicy};
 use raft::{DbOptions, GroupId, MultiRaft, Node, NodeId, Raft, RaftDb, SLOTS};
 use tokio::sync::watch;
@@ -120,6 +120,8 @@ pub struct Cluster {
     multi: Arc<Multi>,
     /// The bus server (kept alive).
     _bus: RunningBus,
+    /// What the bus server has served.
+    bus_counters: Arc<BusCounters>,
     /// The clock lease times are measured on.
     epoch: Instant,
     /// Seeds of proposals (mixed with the time).
@@ -234,14 +236,18 @@ impl Cluster {
         // Failover takes about the followers' leader lease (election_timeout_max) plus one
         // election timeout: ~0.85-1 s with the default node timeout of 1000 ms.
         let election_min = timeout * 35 / 100;
+        let heartbeat_interval = (timeout / 10).max(10);
         let raft_config = RaftConfig {
             cluster_name: "ember".into(),
-            heartbeat_interval: (timeout / 10).max(10),
+            heartbeat_interval,
             election_timeout_min: election_min,
             election_timeout_max: timeout / 2,
             install_snapshot_timeout: timeout.max(1000),
             snapshot_policy: SnapshotPolicy::LogsSinceLast(10_000),
             max_in_snapshot_log_to_keep: 1000,
+            // One node-wide timer sends every led group's heartbeats at once
+            // (`send_heartbeats`), and the bus puts them in one RPC per peer.
+            enable_heartbeat: false,
             ..Default::default()
         };
         let bus_config = BusConfig {
@@ -308,13 +314,12 @@ impl Cluster {
                 .await
                 .map_err(|e| format!("can't listen on the cluster bus {bus_addr}: {e}"))?;
             let weak = Arc::downgrade(server);
-            let bus = BusServer::for_multi(&multi)
-                .with_publish(move |channel, message| {
-                    weak.upgrade()
-                        .map_or(0, |s| s.pubsub.publish(false, channel, message) as u64)
-                })
-                .spawn(listener)
-                .map_err(|e| e.to_string())?;
+            let bus = BusServer::for_multi(&multi).with_publish(move |channel, message| {
+                weak.upgrade()
+                    .map_or(0, |s| s.pubsub.publish(false, channel, message) as u64)
+            });
+            let bus_counters = bus.counters();
+            let bus = bus.spawn(listener).map_err(|e| e.to_string())?;
             for h in handles.iter().flatten() {
                 let members = &placement[h.id.0 as usize];
                 if members[0] != me {
@@ -332,8 +337,17 @@ impl Cluster {
                         .map_err(|e| format!("can't initialize {}: {e}", h.id))?;
                 }
             }
-            Ok::<_, String>((multi, bus, handles))
+            Ok::<_, String>((multi, (bus, bus_counters), handles))
         })?;
+        let (bus, bus_counters) = bus;
+        rt.spawn(send_heartbeats(
+            handles
+                .iter()
+                .flatten()
+                .map(|h| (h.raft.clone(), h.metrics.clone()))
+                .collect(),
+            Duration::from_millis(heartbeat_interval),
+        ));
         let pongs: Arc<Vec<AtomicU64>> =
             Arc::new(peers.iter().map(|_| AtomicU64::new(0)).collect());
         rt.spawn(ping_peers(
@@ -380,6 +394,7 @@ impl Cluster {
             handles,
             multi,
             _bus: bus,
+            bus_counters,
             epoch: Instant::now(),
             seeds: AtomicU64::new(rand::random()),
             pongs,
@@ -449,6 +464,11 @@ impl Cluster {
             Some(_) => self.leadership(g).leader,
             None => self.members(g).first().copied(),
         }
+    }
+
+    /// What this node's bus server has served.
+    pub fn bus_counters(&self) -> &BusCounters {
+        &self.bus_counters
     }
 
     /// Queues a PUBLISH made here for every other node's subscribers (Redis Cluster
@@ -543,6 +563,25 @@ impl Cluster {
     /// The runtime the groups run on.
     pub fn runtime(&self) -> &tokio::runtime::Handle {
         self.rt.handle()
+    }
+}
+
+/// Every `every`, has each group this node leads send its heartbeats, all at once, so
+/// that the bus batches them into one RPC per peer (openraft's own per-group heartbeat
+/// timers are off: hundreds of groups would cost hundreds of timers and RPCs per peer).
+async fn send_heartbeats(
+    groups: Vec<(Raft, watch::Receiver<RaftMetrics<NodeId, Node>>)>,
+    every: Duration,
+) {
+    let mut tick = tokio::time::interval(every);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tick.tick().await;
+        for (raft, metrics) in &groups {
+            if metrics.borrow().state == ServerState::Leader {
+                let _ = raft.trigger().heartbeat().await;
+            }
+        }
     }
 }
 

@@ -551,6 +551,14 @@ fn info(ctx: &mut Ctx<'_>, _args: Args<'_>) -> CmdResult {
         cl.groups,
         cl.replicas,
     );
+    let bus = cl.bus_counters();
+    let _ = write!(
+        t,
+        "cluster_bus_raft_rpcs_received:{}\r\ncluster_bus_batch_rpcs_received:{}\r\ncluster_bus_batched_requests_received:{}\r\n",
+        bus.raft.load(std::sync::atomic::Ordering::Relaxed),
+        bus.batches.load(std::sync::atomic::Ordering::Relaxed),
+        bus.batched.load(std::sync::atomic::Ordering::Relaxed),
+    );
     ctx.out.verbatim("txt", t.as_bytes());
     Ok(())
 }
