@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use node::cluster::{
-    encode_batch, encode_command, encode_tx, key_slot, run_at, split_batch_reply,
+    encode_batch, encode_command, encode_resp3, encode_tx, key_slot, run_at, split_batch_reply,
     ClusterStateMachine, BATCH_MARKER,
 };
 use node::config::Config;
@@ -604,6 +604,33 @@ async fn t70_a_transaction_entry_runs_as_exec_on_every_replica() {
         assert!(resp.data.0.starts_with(b"-EXECABORT"), "{:?}", resp.data.0);
         c.wait_all(G1, resp.log_id.index).await;
         assert_eq!(&c.read(1, &[b"GET", &a], 1)[..], b"$1\r\n2\r\n");
+    }
+    c.close().await;
+}
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn t80_a_resp3_entry_answers_in_resp3_and_changes_the_same() {
+    let mut c = Cluster::start().await;
+    let z = key_in(G1, "z3");
+    let leader = c.leader(G1).await;
+    let zincr = encode_command(&[&b"ZINCRBY"[..], &z, b"1.5", b"m"]);
+    c.clock_ns += 1_000_000;
+    let resp = c
+        .raft(leader, G1)
+        .client_write(Request::new(encode_resp3(&zincr), c.clock_ns, 1))
+        .await
+        .unwrap();
+    assert_eq!(&resp.data.0[..], b",1.5\r\n");
+    let resp = c
+        .raft(leader, G1)
+        .client_write(Request::new(zincr, c.clock_ns + 1, 2))
+        .await
+        .unwrap();
+    assert_eq!(&resp.data.0[..], b"$1\r\n3\r\n");
+    c.wait_all(G1, resp.log_id.index).await;
+    let bytes = c.group_bytes(1, G1);
+    for id in [2, 3] {
+        assert_eq!(c.group_bytes(id, G1), bytes);
     }
     c.close().await;
 }

@@ -385,6 +385,35 @@ def test_sharded_pubsub_routes_by_slot(cluster):
     rc.close()
 
 
+def _raw(port: int, data: bytes, until: bytes) -> bytes:
+    with socket.create_connection((HOST, port), timeout=10) as s:
+        s.sendall(data)
+        buf = b""
+        while not buf.endswith(until):
+            chunk = s.recv(65536)
+            assert chunk, buf
+            buf += chunk
+        return buf
+
+
+def test_resp3_writes_answer_in_resp3(cluster):
+    owner = cluster.leader_of("{r3}z")
+    hello = b"*2\r\n$5\r\nHELLO\r\n$1\r\n3\r\n"
+    zincr = b"*4\r\n$7\r\nZINCRBY\r\n$5\r\n{r3}z\r\n$3\r\n1.5\r\n$1\r\nm\r\n"
+    multi = b"*1\r\n$5\r\nMULTI\r\n"
+    exec_ = b"*1\r\n$4\r\nEXEC\r\n"
+    out = _raw(owner.port, hello + zincr + multi + zincr + exec_, b"*1\r\n,3\r\n")
+    # A double in RESP3, alone and inside EXEC's array.
+    assert b"\r\n,1.5\r\n+OK\r\n+QUEUED\r\n*1\r\n,3\r\n" in out, out
+    # RESP2 clients still get a bulk string.
+    out = _raw(owner.port, zincr, b"\r\n4.5\r\n")
+    assert out == b"$3\r\n4.5\r\n"
+    rc = cluster.rc(protocol=3)
+    rc.zadd("{r3}y", {"a": 1, "b": 2})
+    assert rc.zpopmin("{r3}y") == [b"a", 1.0]     # a double, as RESP3 sends it
+    rc.close()
+
+
 def test_readonly_reads_on_replica(cluster):
     rc = cluster.rc()
     rc.set("ro-key", "v1")

@@ -164,7 +164,7 @@ pub(crate) async fn route(
             keep: !matches!(client.reply_mode, ReplyMode::Off | ReplyMode::Skipping),
             slot,
             group: g,
-            command,
+            command: for_protocol(out, command),
         });
         return Routed::Done(Ok(()));
     }
@@ -329,9 +329,18 @@ fn route_exec(cl: &Cluster, server: &Server, client: &mut Client, out: &mut Repl
         keep: !matches!(client.reply_mode, ReplyMode::Off | ReplyMode::Skipping),
         slot,
         group: g,
-        command: super::state_machine::encode_tx(&commands),
+        command: for_protocol(out, super::state_machine::encode_tx(&commands)),
     });
     Routed::Done(Ok(()))
+}
+
+/// `command` as proposed for a connection speaking `out`'s protocol (RESP3: wrapped, so
+/// the applied entry answers in RESP3).
+fn for_protocol(out: &ReplyWriter, command: Bytes) -> Bytes {
+    match out.protocol() {
+        resp::Protocol::Resp3 => super::state_machine::encode_resp3(&command),
+        _ => command,
+    }
 }
 
 /// Proposes one group's writes as one entry (a batch entry when there are several) and

@@ -217,8 +217,13 @@ fn decode(command: &[u8], spans: &mut Vec<(usize, usize)>) -> Result<(), String>
 /// never blocks. Returns the RESP2 reply bytes; a command that does not decode answers
 /// `-ERR Protocol error: ...`, never a panic.
 pub fn run_at(server: &Arc<Server>, command: &[u8], now: u64, seed: u64) -> Bytes {
+    run_as(server, command, now, seed, Protocol::Resp2)
+}
+
+/// [`run_at`] answering in `protocol`.
+fn run_as(server: &Arc<Server>, command: &[u8], now: u64, seed: u64, protocol: Protocol) -> Bytes {
     let mut spans = Vec::new();
-    let mut out = ReplyWriter::new(Protocol::Resp2);
+    let mut out = ReplyWriter::new(protocol);
     match decode(command, &mut spans) {
         Ok(()) => execute(server, Args::new(command, &spans), now, seed, &mut out),
         Err(why) => out.error(&format!("ERR Protocol error: {why}")),
@@ -284,8 +289,21 @@ fn execute_on(
 }
 
 impl ClusterStateMachine {
-    /// Applies one command (a RESP array) at `time_ns` with `seed`; the RESP2 reply.
+    /// Applies one command (a RESP array) at `time_ns` with `seed`; the RESP2 reply, or
+    /// the RESP3 reply of a command wrapped by [`encode_resp3`].
     fn apply_one(&mut self, command: &[u8], time_ns: u64, seed: u64) -> Bytes {
+        let mut spans = Vec::new();
+        if decode(command, &mut spans).is_ok() {
+            let args = Args::new(command, &spans);
+            if args.len() == 2 && args.arg(0) == RESP3_COMMAND {
+                return self.apply_as(args.arg(1), time_ns, seed, Protocol::Resp3);
+            }
+        }
+        self.apply_as(command, time_ns, seed, Protocol::Resp2)
+    }
+
+    /// [`Self::apply_one`] of an unwrapped command, answering in `protocol`.
+    fn apply_as(&mut self, command: &[u8], time_ns: u64, seed: u64, protocol: Protocol) -> Bytes {
         let mut spans = Vec::new();
         if decode(command, &mut spans).is_ok() {
             let args = Args::new(command, &spans);
@@ -302,23 +320,23 @@ impl ClusterStateMachine {
                 return Bytes::from_static(b"+OK\r\n");
             }
             if args.arg(0) == TX_COMMAND {
-                return self.apply_tx(args, time_ns, seed);
+                return self.apply_tx(args, time_ns, seed, protocol);
             }
             if let Some(e) = self.refusal(args) {
-                let mut out = ReplyWriter::new(Protocol::Resp2);
+                let mut out = ReplyWriter::new(protocol);
                 out.error(&e.to_string());
                 return Bytes::copy_from_slice(out.buffer());
             }
         }
-        run_at(&self.server, command, time_ns, seed)
+        run_as(&self.server, command, time_ns, seed, protocol)
     }
 
     /// Applies a transaction entry ([`encode_tx`]): its commands queued on one client and
     /// run by EXEC, atomically; the reply is EXEC's. A command that does not decode, is
     /// unknown, has a bad arity or a key outside the group aborts the whole transaction
     /// (the same way on every replica).
-    fn apply_tx(&mut self, args: Args<'_>, time_ns: u64, seed: u64) -> Bytes {
-        let mut out = ReplyWriter::new(Protocol::Resp2);
+    fn apply_tx(&mut self, args: Args<'_>, time_ns: u64, seed: u64, protocol: Protocol) -> Bytes {
+        let mut out = ReplyWriter::new(protocol);
         let mut queued = Vec::with_capacity(args.len().saturating_sub(1));
         for i in 1..args.len() {
             let command = args.arg(i);
@@ -374,6 +392,15 @@ impl ClusterStateMachine {
         }
         Bytes::copy_from_slice(out.buffer())
     }
+}
+
+/// The first argument of an entry whose command (the second and last argument) answers
+/// in RESP3, for a client that said HELLO 3: the keyspace change is the same either way.
+pub const RESP3_COMMAND: &[u8] = b"EMBER.RESP3";
+
+/// `command` wrapped so that it answers in RESP3 ([`RESP3_COMMAND`]).
+pub fn encode_resp3(command: &[u8]) -> Bytes {
+    encode_command(&[RESP3_COMMAND, command])
 }
 
 /// The first argument of a transaction entry: not a command a client can send (the router
