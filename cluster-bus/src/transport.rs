@@ -416,10 +416,16 @@ impl<C: Connect> BusTransport<C> {
         result.map_err(|e| RPCError::RemoteError(RemoteError::new(target, e)))
     }
 
-    /// Asks the bus at `addr` for its node id, within `timeout` (node health).
-    pub async fn ping(&self, addr: &str, timeout: Duration) -> Result<NodeId, Error> {
-        let (generation, mut client) = self.client(addr)?;
-        match tokio::time::timeout(timeout, client.ping(pb::PingRequest {})).await {
+    /// Awaits a unary `call` on the channel of `addr` made in `generation`, within
+    /// `timeout`; a timeout or an error status drops the channel.
+    async fn unary<T>(
+        &self,
+        addr: &str,
+        generation: u64,
+        timeout: Duration,
+        call: impl std::future::Future<Output = Result<tonic::Response<T>, tonic::Status>>,
+    ) -> Result<T, Error> {
+        match tokio::time::timeout(timeout, call).await {
             Err(_) => {
                 self.drop_channel(addr, generation);
                 Err(Error::Timeout(timeout))
@@ -428,8 +434,15 @@ impl<C: Connect> BusTransport<C> {
                 self.drop_channel(addr, generation);
                 Err(status.into())
             }
-            Ok(Ok(reply)) => Ok(reply.into_inner().node_id),
+            Ok(Ok(reply)) => Ok(reply.into_inner()),
         }
+    }
+
+    /// Asks the bus at `addr` for its node id, within `timeout` (node health).
+    pub async fn ping(&self, addr: &str, timeout: Duration) -> Result<NodeId, Error> {
+        let (generation, mut client) = self.client(addr)?;
+        let call = client.ping(pb::PingRequest {});
+        Ok(self.unary(addr, generation, timeout, call).await?.node_id)
     }
 
     /// Hands a PUBLISH to the bus at `addr` for its node's subscribers, within `timeout`;
@@ -442,21 +455,11 @@ impl<C: Connect> BusTransport<C> {
         timeout: Duration,
     ) -> Result<u64, Error> {
         let (generation, mut client) = self.client(addr)?;
-        let req = pb::PublishRequest {
+        let call = client.publish(pb::PublishRequest {
             channel: channel.to_vec().into(),
             message: message.to_vec().into(),
-        };
-        match tokio::time::timeout(timeout, client.publish(req)).await {
-            Err(_) => {
-                self.drop_channel(addr, generation);
-                Err(Error::Timeout(timeout))
-            }
-            Ok(Err(status)) => {
-                self.drop_channel(addr, generation);
-                Err(status.into())
-            }
-            Ok(Ok(reply)) => Ok(reply.into_inner().receivers),
-        }
+        });
+        Ok(self.unary(addr, generation, timeout, call).await?.receivers)
     }
 }
 

@@ -156,16 +156,7 @@ pub(crate) async fn route(
             Ok(c) => c,
             Err(e) => return Routed::Done(Err(e)),
         };
-        if client.cluster.cluster.is_none() {
-            client.cluster.cluster = server.cluster.get().cloned();
-        }
-        client.cluster.pending.push(PendingWrite {
-            pos: out.len(),
-            keep: !matches!(client.reply_mode, ReplyMode::Off | ReplyMode::Skipping),
-            slot,
-            group: g,
-            command: for_protocol(out, command),
-        });
+        queue_write(server, client, out, slot, g, command);
         return Routed::Done(Ok(()));
     }
     if client.cluster.readonly && !asking {
@@ -321,6 +312,21 @@ fn route_exec(cl: &Cluster, server: &Server, client: &mut Client, out: &mut Repl
         };
         return Routed::Done(Err(moved(cl, slot, target)));
     }
+    let command = super::state_machine::encode_tx(&commands);
+    queue_write(server, client, out, slot, g, command);
+    Routed::Done(Ok(()))
+}
+
+/// Queues `command` (a write of `slot` in group `g`, led here) for [`drain`]; its reply
+/// goes at the output's current end.
+fn queue_write(
+    server: &Server,
+    client: &mut Client,
+    out: &ReplyWriter,
+    slot: u16,
+    g: GroupId,
+    command: Bytes,
+) {
     if client.cluster.cluster.is_none() {
         client.cluster.cluster = server.cluster.get().cloned();
     }
@@ -329,9 +335,8 @@ fn route_exec(cl: &Cluster, server: &Server, client: &mut Client, out: &mut Repl
         keep: !matches!(client.reply_mode, ReplyMode::Off | ReplyMode::Skipping),
         slot,
         group: g,
-        command: for_protocol(out, super::state_machine::encode_tx(&commands)),
+        command: for_protocol(out, command),
     });
-    Routed::Done(Ok(()))
 }
 
 /// `command` as proposed for a connection speaking `out`'s protocol (RESP3: wrapped, so
