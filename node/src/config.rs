@@ -260,6 +260,14 @@ static DIRECTIVES: &[Directive] = &[
         mutable: true,
     },
     Directive {
+        // Redis's default is yes (fork copy-on-write); Ember never forks, so its heap uses
+        // transparent huge pages unless this says otherwise.
+        name: "disable-thp",
+        kind: Kind::Bool,
+        default: "no",
+        mutable: false,
+    },
+    Directive {
         name: "compression",
         kind: Kind::Bool,
         default: "no",

@@ -6,6 +6,17 @@ use tracing_subscriber::{layer::SubscriberExt, reload, util::SubscriberInitExt, 
 #[global_allocator]
 static GLOBAL: Jemalloc = Jemalloc;
 
+/// jemalloc's built-in options: its extents are madvised into transparent huge pages
+/// (the kernel's `madvise` mode is enough), which cuts the TLB misses of random key
+/// lookups in a big keyspace. Ember never forks, so huge pages cost no copy-on-write.
+/// `disable-thp yes` turns them off for the process; `_RJEM_MALLOC_CONF` overrides this.
+// SAFETY: jemalloc reads this symbol once, at its initialisation, as a `const char *` to a
+// NUL-terminated string: a `&[u8; N]` is a thin pointer to static bytes ending in NUL.
+// Tested by tests/python/test_memory.py::test_transparent_huge_pages.
+#[allow(non_upper_case_globals)]
+#[export_name = "_rjem_malloc_conf"]
+pub static malloc_conf: &[u8; 29] = b"thp:always,metadata_thp:auto\0";
+
 /// Maps a Redis loglevel to a tracing filter.
 fn filter_for(level: &str) -> EnvFilter {
     EnvFilter::new(match level {

@@ -93,6 +93,16 @@ impl Entry {
     }
 }
 
+/// The hash the bucket table sees for a key of keyspace hash `h`. The keyspace picks a
+/// key's shard with the top bits of `h`, and the table's 7-bit control tags are the top
+/// bits of its hash too: fed `h` itself, every key of a shard carried the same tag, so a
+/// lookup compared the key of every full slot in its group. Multiplying by an odd
+/// constant (a bijection) brings the low, shard-independent bits up into the tag.
+#[inline]
+fn spread(h: u64) -> u64 {
+    h.wrapping_mul(0x9e37_79b9_7f4a_7c15)
+}
+
 fn secs(now_ns: u64) -> u32 {
     (now_ns / 1_000_000_000) as u32
 }
@@ -189,7 +199,10 @@ impl Table {
 
     /// Like [`Table::get`] but leaves the access time alone (TYPE, TTL, OBJECT ...).
     pub fn get_no_touch(&mut self, h: u64, key: &[u8], now: u64) -> Option<&mut Entry> {
-        let occ = self.map.find_entry(h, |(k, _)| &k[..] == key).ok()?;
+        let occ = self
+            .map
+            .find_entry(spread(h), |(k, _)| &k[..] == key)
+            .ok()?;
         if occ.get().1.expired(now) {
             let ((k, e), _) = occ.remove();
             if e.tagged {
@@ -253,7 +266,9 @@ impl Table {
         }
         let hasher = self.hasher;
         self.map
-            .insert_unique(h, (key.into(), entry), |(k, _)| hasher.hash_one(&k[..]));
+            .insert_unique(spread(h), (key.into(), entry), |(k, _)| {
+                spread(hasher.hash_one(&k[..]))
+            });
         old
     }
 
@@ -272,7 +287,10 @@ impl Table {
 
     /// Takes `key`'s entry out of the map and the expiry index, leaving its tags.
     fn unlink(&mut self, h: u64, key: &[u8]) -> Option<Entry> {
-        let found = self.map.find_entry(h, |(k, _)| &k[..] == key).ok()?;
+        let found = self
+            .map
+            .find_entry(spread(h), |(k, _)| &k[..] == key)
+            .ok()?;
         let ((k, e), _) = found.remove();
         if e.expire_at != 0 {
             self.expiries.remove(&(e.expire_at, k));
@@ -319,7 +337,7 @@ impl Table {
                 break;
             };
             let h = self.hash(&key);
-            if let Ok(found) = self.map.find_entry(h, |(k, _)| *k == key) {
+            if let Ok(found) = self.map.find_entry(spread(h), |(k, _)| *k == key) {
                 let ((_, e), _) = found.remove();
                 if e.tagged {
                     self.drop_tags(&key);
@@ -428,7 +446,7 @@ impl Table {
             let Some((_, key)) = self.expiries.range((at, ThinKey::default())..).next() else {
                 continue;
             };
-            if let Some((k, e)) = self.map.find(self.hash(key), |(k, _)| k == key) {
+            if let Some((k, e)) = self.map.find(spread(self.hash(key)), |(k, _)| k == key) {
                 f(k, e);
                 seen += 1;
             }
@@ -440,7 +458,7 @@ impl Table {
     pub fn soonest_expiring(&self, n: usize, f: &mut dyn FnMut(&[u8], &Entry)) -> usize {
         let mut seen = 0;
         for (_, key) in self.expiries.iter().take(n) {
-            if let Some((k, e)) = self.map.find(self.hash(key), |(k, _)| k == key) {
+            if let Some((k, e)) = self.map.find(spread(self.hash(key)), |(k, _)| k == key) {
                 f(k, e);
                 seen += 1;
             }
@@ -475,13 +493,15 @@ impl Table {
     /// True when `key` is in the map and its deadline has not passed (no lazy removal).
     fn is_live(&self, key: &[u8], now: u64) -> bool {
         self.map
-            .find(self.hash(key), |(k, _)| &k[..] == key)
+            .find(spread(self.hash(key)), |(k, _)| &k[..] == key)
             .is_some_and(|(_, e)| !e.expired(now))
     }
 
     /// The entry of `key`, live or not, without touching it.
     fn entry_mut(&mut self, h: u64, key: &[u8]) -> Option<&mut Entry> {
-        self.map.find_mut(h, |(k, _)| &k[..] == key).map(|(_, e)| e)
+        self.map
+            .find_mut(spread(h), |(k, _)| &k[..] == key)
+            .map(|(_, e)| e)
     }
 
     /// The tags of `key`, sorted bytewise (empty when it has none). The caller knows the
@@ -619,6 +639,7 @@ impl Table {
 mod tests {
     use super::*;
     use crate::value::RString;
+    use std::collections::HashSet;
 
     fn s(v: &str) -> Value {
         Value::String(RString::from_bytes(v.as_bytes()))
@@ -857,5 +878,20 @@ mod tests {
         set_lfu(None);
         t.get(h, b"k", 0);
         assert_eq!(t.get_no_touch(h, b"k", 0).unwrap().lfu_freq(0), 201);
+    }
+
+    #[test]
+    fn keys_of_one_shard_get_spread_control_tags() {
+        // 1,024 shards: every key of a shard has the same top 10 bits of its hash.
+        let hs = FixedState::with_seed(17);
+        let one_shard: Vec<u64> = (0..400_000)
+            .map(|i| hs.hash_one(format!("key:{i}").as_bytes()))
+            .filter(|h| h >> 54 == 3)
+            .collect();
+        assert!(one_shard.len() > 200);
+        let tags: HashSet<u64> = one_shard.iter().map(|&h| spread(h) >> 57).collect();
+        assert!(tags.len() > 100, "{} distinct tags of 128", tags.len());
+        let low: HashSet<u64> = one_shard.iter().map(|&h| spread(h) & 1023).collect();
+        assert!(low.len() > 100, "bucket index bits vary too");
     }
 }

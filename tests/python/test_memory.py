@@ -5,7 +5,7 @@ are meant to match."""
 import pytest
 import redis
 
-from helpers import RespError, reference_redis
+from helpers import IS_REDIS, RespError, reference_redis
 
 OOM = "command not allowed when used memory > 'maxmemory'."
 
@@ -152,3 +152,56 @@ def test_oom_reply_matches_redis(r):
         assert r.get("nokey") is None
     finally:
         r.config_set("maxmemory", "0")
+
+
+def _thp_mode() -> str:
+    """The kernel's THP mode (always / madvise / never), or "" when it has none."""
+    try:
+        with open("/sys/kernel/mm/transparent_hugepage/enabled") as f:
+            return f.read().split("[")[1].split("]")[0]
+    except (OSError, IndexError):
+        return ""
+
+
+def _proc_field(pid: int, path: str, name: str) -> int | None:
+    try:
+        with open(f"/proc/{pid}/{path}") as f:
+            for line in f:
+                if line.startswith(name + ":"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return None
+
+
+def _fill(srv, mib: int) -> None:
+    c = srv.client()
+    value = "v" * 256
+    for start in range(0, mib * 4096, 10_000):
+        p = c.pipeline(transaction=False)
+        for i in range(start, start + 10_000):
+            p.set(f"thp:{i}", value)
+        p.execute()
+
+
+@pytest.mark.skipif(IS_REDIS, reason="Ember's heap policy: Redis disables THP by default")
+@pytest.mark.skipif(_thp_mode() not in ("always", "madvise"), reason="kernel THP is off")
+def test_transparent_huge_pages(start_server):
+    """Ember's heap is in transparent huge pages by default (jemalloc thp:always, enough
+    for the kernel's madvise mode); `disable-thp yes` turns them off, as in Redis."""
+    on = start_server()
+    assert on.client().config_get("disable-thp") == {"disable-thp": "no"}
+    assert _proc_field(on.proc.pid, "status", "THP_enabled") in (None, 1)
+    _fill(on, 64)
+    huge = _proc_field(on.proc.pid, "smaps_rollup", "AnonHugePages")
+    assert huge is not None and huge >= 16 * 1024, f"AnonHugePages {huge} kB"
+
+    off = start_server("--disable-thp", "yes")
+    assert off.client().config_get("disable-thp") == {"disable-thp": "yes"}
+    assert _proc_field(off.proc.pid, "status", "THP_enabled") in (None, 0)
+    _fill(off, 64)
+    huge = _proc_field(off.proc.pid, "smaps_rollup", "AnonHugePages")
+    # jemalloc's first extents are mapped before main() runs the prctl.
+    assert huge is not None and huge <= 8 * 1024, f"AnonHugePages {huge} kB"
+    with pytest.raises(redis.ResponseError):
+        off.client().config_set("disable-thp", "no")
