@@ -554,14 +554,12 @@ pub fn script_oom(server: &Server) -> bool {
     ev.enabled() && ev.used_memory() > ev.maxmemory() && ev.perform(server) == Outcome::Fail
 }
 
-/// jemalloc's allocated bytes less the bytes cached in thread caches (freed by Ember), plus
-/// the vector sets' usearch allocations.
+/// jemalloc's allocated bytes less the bytes cached in thread caches (freed by Ember).
 pub fn allocated_bytes() -> u64 {
     use tikv_jemalloc_ctl::{epoch, stats};
     let _ = epoch::advance();
     let allocated = stats::allocated::read().unwrap_or(0) as u64;
-    // Vector sets live in usearch's C++ allocations, which jemalloc does not see.
-    allocated.saturating_sub(tcache_bytes()) + storage::vset::total_memory() as u64
+    allocated.saturating_sub(tcache_bytes())
 }
 
 /// Bytes held in jemalloc's thread caches, all arenas merged.

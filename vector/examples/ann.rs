@@ -3,7 +3,6 @@
 //!
 //! `cargo run --release -p ember-vector --example ann -- DATA_DIR [N]` where DATA_DIR has
 //! base.npy, queries.npy (and gt.npy for the full base; a subset computes its own truth).
-//! Add `--features simd` to compare usearch's NumKong kernels.
 
 use std::time::Instant;
 

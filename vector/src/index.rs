@@ -1,21 +1,21 @@
-//! [`VectorIndex`]: usearch's HNSW plus the element table (name, attributes, norm).
+//! [`VectorIndex`]: the HNSW graph ([`crate::hnsw`]) plus the element table (name,
+//! attributes, norm, graph slot).
 //!
-//! Locking: `hnsw` is a read-write lock around the usearch index and its current search
-//! breadth. Adds and searches take it shared (usearch runs them concurrently, each on one
-//! of its per-thread contexts, handed out by `slots`); growing the capacity, removing,
-//! changing the search breadth, walking links and serializing take it exclusively.
-//! `meta` (names, attributes) is a separate lock held only for map lookups and updates,
-//! never across a graph operation except a filtered search's predicate calls.
+//! Locking: `graph` is a read-write lock around the graph. Adds, searches and reads take it
+//! shared (the graph links concurrently under per-node locks); growing the capacity,
+//! removing and serializing take it exclusively. `meta` (names, attributes) is a separate
+//! lock held only for map lookups and updates, never across a graph operation except a
+//! filtered search's predicate calls; the order is always graph, then table.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::hash::BuildHasher;
 
 use foldhash::fast::RandomState;
-use hashbrown::HashMap;
-use parking_lot::{Condvar, Mutex, RwLock, RwLockUpgradableReadGuard};
+use hashbrown::HashTable;
+use parking_lot::RwLock;
 use rand::Rng;
-use usearch::{b1x8, Index, IndexOptions, MetricKind, ScalarKind};
 
 use crate::filter::Filter;
+use crate::hnsw::{Graph, NodeParts, NodeView, Space, Vector, Verdict};
 use crate::Error;
 
 /// Largest vector dimension (Redis's `VSET_MAX_VECTOR_DIM`).
@@ -27,10 +27,6 @@ pub const MAX_M: usize = 4096;
 
 /// Largest projection matrix (input x output floats, 64 MiB) a REDUCE may ask for.
 pub const MAX_PROJECTION: usize = 1 << 24;
-
-/// usearch per-thread contexts reserved per index: at most this many adds and searches run
-/// inside usearch at once (callers beyond wait for a free one).
-const THREADS: usize = 16;
 
 /// Distance function.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -166,6 +162,14 @@ impl IndexConfig {
         }
     }
 
+    fn space(&self) -> Space {
+        Space {
+            metric: self.metric,
+            quant: self.quant,
+            dim: self.dim,
+        }
+    }
+
     fn validate(&self) -> Result<(), Error> {
         if self.dim == 0 || self.dim > MAX_DIM {
             return Err(Error::Invalid(format!(
@@ -201,28 +205,6 @@ impl IndexConfig {
             )));
         }
         Ok(())
-    }
-
-    fn options(&self) -> IndexOptions {
-        IndexOptions {
-            dimensions: self.dim,
-            metric: match (self.quant, self.metric) {
-                (Quant::B1, _) => MetricKind::Hamming,
-                (_, Metric::Cosine) => MetricKind::Cos,
-                (_, Metric::L2) => MetricKind::L2sq,
-                (_, Metric::Ip) => MetricKind::IP,
-            },
-            quantization: match self.quant {
-                Quant::F32 => ScalarKind::F32,
-                Quant::F16 => ScalarKind::F16,
-                Quant::I8 => ScalarKind::I8,
-                Quant::B1 => ScalarKind::B1,
-            },
-            connectivity: self.m,
-            expansion_add: self.ef_construction,
-            expansion_search: DEFAULT_EF,
-            multi: false,
-        }
     }
 }
 
@@ -284,60 +266,104 @@ impl Default for SearchOpts<'_> {
 }
 
 struct Elem {
+    /// Redis's node uid: unique among the index's elements, never handed out twice.
+    key: u64,
     name: Box<[u8]>,
     attrs: Option<Box<[u8]>>,
     /// L2 norm of the vector as given (cosine indexes store the normalized vector).
     norm: f32,
     /// Position in `Meta::order`.
-    pos: usize,
+    pos: u32,
 }
 
+/// The element table: elements by graph slot, and a name index over them.
 #[derive(Default)]
 struct Meta {
-    by_name: HashMap<Box<[u8]>, u64, RandomState>,
-    elems: HashMap<u64, Elem, RandomState>,
-    /// Live keys, for uniform random picks (swap-remove keeps it dense).
-    order: Vec<u64>,
+    /// Elements by graph slot.
+    elems: Vec<Option<Elem>>,
+    /// Slots by element name (the names themselves live in `elems`).
+    by_name: HashTable<u32>,
+    hasher: RandomState,
+    /// Slots of the elements, for uniform random picks (swap-remove keeps it dense).
+    order: Vec<u32>,
     next_key: u64,
     with_attrs: usize,
     /// Bytes of names and attributes.
     bytes: usize,
 }
 
+fn elem_at(elems: &[Option<Elem>], slot: u32) -> Option<&Elem> {
+    elems.get(slot as usize)?.as_ref()
+}
+
 impl Meta {
-    fn insert(&mut self, key: u64, name: &[u8], attrs: Option<Box<[u8]>>, norm: f32) {
-        self.bytes += name.len() * 2 + attrs.as_ref().map_or(0, |a| a.len());
-        self.with_attrs += usize::from(attrs.is_some());
-        let pos = self.order.len();
-        self.order.push(key);
-        self.by_name.insert(name.into(), key);
-        self.elems.insert(
-            key,
-            Elem {
-                name: name.into(),
-                attrs,
-                norm,
-                pos,
-            },
-        );
+    fn get(&self, slot: u32) -> Option<&Elem> {
+        elem_at(&self.elems, slot)
     }
 
-    fn remove(&mut self, name: &[u8]) -> Option<(u64, Elem)> {
-        let key = self.by_name.remove(name)?;
-        let e = self.elems.remove(&key)?;
-        self.bytes -= e.name.len() * 2 + e.attrs.as_ref().map_or(0, |a| a.len());
+    fn hash(&self, name: &[u8]) -> u64 {
+        self.hasher.hash_one(name)
+    }
+
+    /// The slot of the element called `name`.
+    fn find(&self, name: &[u8]) -> Option<u32> {
+        self.by_name
+            .find(self.hash(name), |&s| {
+                self.get(s).is_some_and(|e| &*e.name == name)
+            })
+            .copied()
+    }
+
+    /// Adds an element in graph slot `slot` (which holds none).
+    fn insert(&mut self, slot: u32, key: u64, name: &[u8], attrs: Option<Box<[u8]>>, norm: f32) {
+        self.bytes += name.len() + attrs.as_ref().map_or(0, |a| a.len());
+        self.with_attrs += usize::from(attrs.is_some());
+        let pos = self.order.len() as u32;
+        self.order.push(slot);
+        if self.elems.len() <= slot as usize {
+            self.elems.resize_with(slot as usize + 1, || None);
+        }
+        self.elems[slot as usize] = Some(Elem {
+            key,
+            name: name.into(),
+            attrs,
+            norm,
+            pos,
+        });
+        let h = self.hash(name);
+        let Meta {
+            by_name,
+            elems,
+            hasher,
+            ..
+        } = self;
+        by_name.insert_unique(h, slot, |&s| {
+            hasher.hash_one(elem_at(elems, s).map_or(&[][..], |e| &e.name[..]))
+        });
+    }
+
+    /// Takes out the element called `name`: its slot and entry.
+    fn remove(&mut self, name: &[u8]) -> Option<(u32, Elem)> {
+        let h = self.hash(name);
+        let Meta { by_name, elems, .. } = self;
+        let entry = by_name
+            .find_entry(h, |&s| elem_at(elems, s).is_some_and(|e| &*e.name == name))
+            .ok()?;
+        let (slot, _) = entry.remove();
+        let e = self.elems.get_mut(slot as usize)?.take()?;
+        self.bytes -= e.name.len() + e.attrs.as_ref().map_or(0, |a| a.len());
         self.with_attrs -= usize::from(e.attrs.is_some());
-        self.order.swap_remove(e.pos);
-        if let Some(&moved) = self.order.get(e.pos) {
-            if let Some(m) = self.elems.get_mut(&moved) {
+        self.order.swap_remove(e.pos as usize);
+        if let Some(&moved) = self.order.get(e.pos as usize) {
+            if let Some(Some(m)) = self.elems.get_mut(moved as usize) {
                 m.pos = e.pos;
             }
         }
-        Some((key, e))
+        Some((slot, e))
     }
 
-    fn set_attrs(&mut self, key: u64, attrs: Option<Box<[u8]>>) {
-        if let Some(e) = self.elems.get_mut(&key) {
+    fn set_attrs(&mut self, slot: u32, attrs: Option<Box<[u8]>>) {
+        if let Some(Some(e)) = self.elems.get_mut(slot as usize) {
             self.bytes -= e.attrs.as_ref().map_or(0, |a| a.len());
             self.with_attrs -= usize::from(e.attrs.is_some());
             self.bytes += attrs.as_ref().map_or(0, |a| a.len());
@@ -347,75 +373,14 @@ impl Meta {
     }
 }
 
-struct Hnsw {
-    index: Index,
-    /// The search breadth usearch is currently set to.
-    ef: usize,
-}
-
-/// A counting semaphore over usearch's per-thread contexts.
-struct Slots {
-    free: Mutex<usize>,
-    cv: Condvar,
-}
-
-struct SlotGuard<'a>(&'a Slots);
-
-impl Slots {
-    fn acquire(&self) -> SlotGuard<'_> {
-        let mut n = self.free.lock();
-        while *n == 0 {
-            self.cv.wait(&mut n);
-        }
-        *n -= 1;
-        SlotGuard(self)
-    }
-}
-
-impl Drop for SlotGuard<'_> {
-    fn drop(&mut self) {
-        *self.0.free.lock() += 1;
-        self.0.cv.notify_one();
-    }
-}
-
 /// An HNSW vector index with named elements and JSON attributes. Share it as
 /// `Arc<VectorIndex>`; every method takes `&self`.
 pub struct VectorIndex {
     cfg: IndexConfig,
-    hnsw: RwLock<Hnsw>,
+    graph: RwLock<Graph>,
     meta: RwLock<Meta>,
-    slots: Slots,
     /// Projection matrix (`dim` rows of `projection_from` columns), when reducing.
     projection: Option<Vec<f32>>,
-    /// usearch's capacity, readable without the lock (for [`VectorIndex::memory_usage`]).
-    capacity: AtomicUsize,
-}
-
-fn engine(e: impl std::fmt::Display) -> Error {
-    Error::Engine(e.to_string())
-}
-
-/// Sign bits of `v`, most significant bit first (usearch's b1x8 layout).
-fn pack_bits(v: &[f32]) -> Vec<u8> {
-    let mut out = vec![0u8; v.len().div_ceil(8)];
-    for (i, x) in v.iter().enumerate() {
-        if *x > 0.0 {
-            out[i / 8] |= 128 >> (i & 7);
-        }
-    }
-    out
-}
-
-/// The packed sign bits of `key` in a b1 index. (The binding wants a buffer of `dim` bytes
-/// per vector although it writes `dim / 8`.)
-fn get_bits(index: &Index, key: u64, dim: usize) -> Option<Vec<u8>> {
-    let mut raw = vec![0u8; dim];
-    if index.get(key, b1x8::from_mut_u8s(&mut raw)).ok()? == 0 {
-        return None;
-    }
-    raw.truncate(dim.div_ceil(8));
-    Some(raw)
 }
 
 /// Redis 8's deterministic Hadamard-pattern projection (`createProjectionMatrix`).
@@ -439,26 +404,20 @@ impl VectorIndex {
     /// An empty index.
     pub fn new(cfg: IndexConfig) -> Result<Self, Error> {
         cfg.validate()?;
-        let index = Index::new(&cfg.options()).map_err(engine)?;
-        index
-            .reserve_capacity_and_threads(64, THREADS)
-            .map_err(engine)?;
-        let capacity = AtomicUsize::new(index.capacity());
-        Ok(VectorIndex {
+        Ok(Self::with_graph(
+            cfg,
+            Graph::new(cfg.space(), cfg.m, cfg.ef_construction, 64),
+        ))
+    }
+
+    fn with_graph(cfg: IndexConfig, graph: Graph) -> Self {
+        VectorIndex {
             projection: (cfg.projection_from != 0)
                 .then(|| projection_matrix(cfg.projection_from, cfg.dim)),
             cfg,
-            hnsw: RwLock::new(Hnsw {
-                index,
-                ef: DEFAULT_EF,
-            }),
+            graph: RwLock::new(graph),
             meta: RwLock::new(Meta::default()),
-            slots: Slots {
-                free: Mutex::new(THREADS),
-                cv: Condvar::new(),
-            },
-            capacity,
-        })
+        }
     }
 
     /// The creation parameters.
@@ -468,7 +427,7 @@ impl VectorIndex {
 
     /// Number of elements.
     pub fn len(&self) -> usize {
-        self.meta.read().elems.len()
+        self.meta.read().order.len()
     }
 
     /// True when the index has no element.
@@ -488,7 +447,7 @@ impl VectorIndex {
 
     /// Whether `name` is an element.
     pub fn contains(&self, name: &[u8]) -> bool {
-        self.meta.read().by_name.contains_key(name)
+        self.meta.read().find(name).is_some()
     }
 
     /// Dimension a caller's vector must have: the projection's input dimension when the
@@ -540,98 +499,94 @@ impl VectorIndex {
             .map(|x| f64::from(*x) * f64::from(*x))
             .sum::<f64>()
             .sqrt() as f32;
-        let stored: Vec<f32> = if self.cfg.metric == Metric::Cosine && norm > 0.0 {
-            v.iter().map(|x| x / norm).collect()
-        } else {
-            v.to_vec()
-        };
+        let stored = self.normalized(v, norm);
         let new_attrs = |old: Option<Box<[u8]>>| match attrs {
             AttrUpdate::Keep => old,
             AttrUpdate::Set([]) => None,
             AttrUpdate::Set(b) => Some(b.into()),
         };
-        // Replace: drop the old node first (usearch keys are unique), keep its key.
-        let (key, old_attrs, existed) = {
+        // Replace: drop the old node first, keep its key.
+        let (key, old) = {
             let mut meta = self.meta.write();
             match meta.remove(name) {
-                Some((key, e)) => (key, e.attrs, true),
+                Some((slot, e)) => (e.key, Some((slot, e))),
                 None => {
                     let key = meta.next_key;
                     meta.next_key += 1;
-                    (key, None, false)
+                    (key, None)
                 }
             }
         };
-        if existed {
-            // usearch only fails a removal of a missing key.
-            let _ = self.hnsw.write().index.remove(key);
-        }
-        self.add_node(key, &stored)?;
+        let existed = old.is_some();
+        let old_attrs = old.and_then(|(slot, e)| {
+            self.graph.write().remove(slot);
+            e.attrs
+        });
+        let slot = self.add_node(&stored);
         // A concurrent upsert of the same name may have finished meanwhile: last one wins.
         let displaced = {
             let mut meta = self.meta.write();
             let displaced = meta.remove(name);
-            meta.insert(key, name, new_attrs(old_attrs), norm);
+            meta.insert(slot, key, name, new_attrs(old_attrs), norm);
             displaced
         };
-        if let Some((other, _)) = &displaced {
-            let _ = self.hnsw.write().index.remove(*other);
+        if let Some((other, _)) = displaced {
+            self.graph.write().remove(other);
         }
         Ok(!existed && displaced.is_none())
     }
 
-    /// Inserts `key` into the graph, growing the capacity when full.
-    fn add_node(&self, key: u64, v: &[f32]) -> Result<(), Error> {
+    /// `v` as the graph holds it: unit length for cosine (a zero vector stays zero).
+    fn normalized(&self, v: &[f32], norm: f32) -> Vec<f32> {
+        if self.cfg.metric == Metric::Cosine && norm > 0.0 {
+            v.iter().map(|x| x / norm).collect()
+        } else {
+            v.to_vec()
+        }
+    }
+
+    /// Inserts `v` into the graph, growing the capacity when full; returns its slot.
+    fn add_node(&self, v: &[f32]) -> u32 {
+        let space = self.cfg.space();
+        let query = space.query(v);
+        let vector = Vector::quantize(self.cfg.quant, v);
         loop {
             {
-                let h = self.hnsw.read();
-                if h.index.size() < h.index.capacity() {
-                    let _slot = self.slots.acquire();
-                    let r = if self.cfg.quant == Quant::B1 {
-                        h.index.add(key, b1x8::from_u8s(&pack_bits(v)))
-                    } else {
-                        h.index.add(key, v)
-                    };
-                    match r {
-                        Ok(()) => return Ok(()),
-                        // Another thread took the last free place: grow and retry.
-                        Err(_) if h.index.size() >= h.index.capacity() => {}
-                        Err(e) => return Err(engine(e)),
-                    }
+                let g = self.graph.read();
+                if let Some(slot) = g.alloc() {
+                    g.insert(slot, vector, &query);
+                    return slot;
                 }
             }
-            let h = self.hnsw.write();
-            if h.index.size() >= h.index.capacity() {
-                let want = (h.index.capacity() * 2).max(64);
-                h.index
-                    .reserve_capacity_and_threads(want, THREADS)
-                    .map_err(engine)?;
-                self.capacity.store(h.index.capacity(), Ordering::Relaxed);
+            let mut g = self.graph.write();
+            if g.is_full() {
+                let want = (g.capacity() * 2).max(64);
+                g.reserve(want);
             }
         }
     }
 
     /// Removes `name`; true when it was there.
     pub fn remove(&self, name: &[u8]) -> bool {
-        let Some((key, _)) = self.meta.write().remove(name) else {
+        let Some((slot, _)) = self.meta.write().remove(name) else {
             return false;
         };
-        // usearch only fails a removal of a missing key, which the table rules out.
-        let _ = self.hnsw.write().index.remove(key);
+        self.graph.write().remove(slot);
         true
+    }
+
+    /// The element's slot and norm.
+    fn slot_norm(&self, name: &[u8]) -> Option<(u32, f32)> {
+        let meta = self.meta.read();
+        let slot = meta.find(name)?;
+        Some((slot, meta.get(slot)?.norm))
     }
 
     /// The element's vector as given (denormalized for cosine; dequantized, so
     /// approximate for f16/i8/b1).
     pub fn get_vector(&self, name: &[u8]) -> Option<Vec<f32>> {
-        let (key, norm) = {
-            let meta = self.meta.read();
-            let key = *meta.by_name.get(name)?;
-            (key, meta.elems.get(&key)?.norm)
-        };
-        let h = self.hnsw.read();
-        let mut v = self.stored(&h.index, key)?;
-        drop(h);
+        let (slot, norm) = self.slot_norm(name)?;
+        let mut v = self.graph.read().vector(slot)?.to_f32(self.cfg.dim);
         if self.cfg.metric == Metric::Cosine && self.cfg.quant != Quant::B1 {
             // i8 is stored as round(127 * x / |x|): dequantized it is already unit length.
             for x in &mut v {
@@ -641,59 +596,10 @@ impl VectorIndex {
         Some(v)
     }
 
-    /// The stored vector of `key`, dequantized (b1: +1 / -1 per component).
-    fn stored(&self, index: &Index, key: u64) -> Option<Vec<f32>> {
-        let dim = self.cfg.dim;
-        if self.cfg.quant == Quant::B1 {
-            let raw = get_bits(index, key, dim)?;
-            return Some(
-                (0..dim)
-                    .map(|i| {
-                        if raw[i / 8] & (128 >> (i & 7)) != 0 {
-                            1.0
-                        } else {
-                            -1.0
-                        }
-                    })
-                    .collect(),
-            );
-        }
-        let mut v = vec![0f32; dim];
-        if index.get(key, &mut v).ok()? == 0 {
-            return None;
-        }
-        Some(v)
-    }
-
     /// The element's stored vector bytes and its norm (Redis `VEMB ... RAW`).
     pub fn get_raw(&self, name: &[u8]) -> Option<(Vec<u8>, f32)> {
-        let (key, norm) = {
-            let meta = self.meta.read();
-            let key = *meta.by_name.get(name)?;
-            (key, meta.elems.get(&key)?.norm)
-        };
-        let dim = self.cfg.dim;
-        let h = self.hnsw.read();
-        let bytes = match self.cfg.quant {
-            Quant::F32 => {
-                let mut v = vec![0f32; dim];
-                h.index.get(key, &mut v).ok()?;
-                v.iter().flat_map(|x| x.to_le_bytes()).collect()
-            }
-            Quant::F16 => {
-                let mut raw = vec![0i16; dim];
-                h.index
-                    .get(key, usearch::f16::from_mut_i16s(&mut raw))
-                    .ok()?;
-                raw.iter().flat_map(|x| x.to_le_bytes()).collect()
-            }
-            Quant::I8 => {
-                let mut v = vec![0i8; dim];
-                h.index.get(key, &mut v).ok()?;
-                v.iter().map(|x| *x as u8).collect()
-            }
-            Quant::B1 => get_bits(&h.index, key, dim)?,
-        };
+        let (slot, norm) = self.slot_norm(name)?;
+        let bytes = self.graph.read().vector(slot)?.raw_bytes();
         Some((bytes, norm))
     }
 
@@ -701,18 +607,18 @@ impl VectorIndex {
     /// has none.
     pub fn get_attrs(&self, name: &[u8]) -> Option<Option<Vec<u8>>> {
         let meta = self.meta.read();
-        let key = meta.by_name.get(name)?;
-        Some(meta.elems.get(key)?.attrs.as_ref().map(|a| a.to_vec()))
+        let e = meta.get(meta.find(name)?)?;
+        Some(e.attrs.as_ref().map(|a| a.to_vec()))
     }
 
     /// Sets (or, with an empty string, removes) the element's attributes; false when there
     /// is no such element.
     pub fn set_attrs(&self, name: &[u8], attrs: &[u8]) -> bool {
         let mut meta = self.meta.write();
-        let Some(&key) = meta.by_name.get(name) else {
+        let Some(slot) = meta.find(name) else {
             return false;
         };
-        meta.set_attrs(key, (!attrs.is_empty()).then(|| attrs.into()));
+        meta.set_attrs(slot, (!attrs.is_empty()).then(|| attrs.into()));
         true
     }
 
@@ -725,69 +631,51 @@ impl VectorIndex {
             });
         }
         let k = o.k.max(1);
-        let size = self.len();
-        if size == 0 {
+        if self.is_empty() {
             return Ok(Vec::new());
         }
-        let matches = if o.exact {
-            self.exact_search(q, k, o.filter)?
-        } else {
-            let ef = if o.ef == 0 { DEFAULT_EF } else { o.ef }.max(k);
-            let h = self.hnsw.upgradable_read();
-            let h = if h.ef != ef {
-                let mut w = RwLockUpgradableReadGuard::upgrade(h);
-                w.index.change_expansion_search(ef);
-                w.ef = ef;
-                parking_lot::RwLockWriteGuard::downgrade(w)
-            } else {
-                parking_lot::RwLockUpgradableReadGuard::downgrade(h)
-            };
-            let _slot = self.slots.acquire();
-            match o.filter {
-                None => {
-                    let m = if self.cfg.quant == Quant::B1 {
-                        h.index.search(b1x8::from_u8s(&pack_bits(q)), k)
-                    } else {
-                        h.index.search(q, k)
+        let norm = q.iter().map(|x| x * x).sum::<f32>().sqrt();
+        let query = self.cfg.space().query(&self.normalized(q, norm));
+        let g = self.graph.read();
+        let meta = self.meta.read();
+        let passes = |f: &Filter, slot: u32| {
+            meta.get(slot)
+                .is_some_and(|e| f.matches_bytes(e.attrs.as_deref()))
+        };
+        let matches = match (o.exact, o.filter) {
+            (true, None) => g.exact(&query, k, |_| true),
+            (true, Some(f)) => g.exact(&query, k, |slot| passes(f, slot)),
+            (false, None) => {
+                let ef = if o.ef == 0 { DEFAULT_EF } else { o.ef };
+                g.search(&query, k, ef, |_| Verdict::Keep)
+            }
+            (false, Some(f)) => {
+                let ef = if o.ef == 0 { DEFAULT_EF } else { o.ef };
+                let budget = if o.filter_ef == 0 {
+                    k.saturating_mul(100)
+                } else {
+                    o.filter_ef
+                };
+                let mut seen = 0usize;
+                g.search(&query, k, ef, |slot| {
+                    if seen >= budget {
+                        return Verdict::Stop;
                     }
-                    .map_err(engine)?;
-                    m.keys.into_iter().zip(m.distances).collect::<Vec<_>>()
-                }
-                Some(f) => {
-                    let budget = if o.filter_ef == 0 {
-                        k.saturating_mul(100)
+                    seen += 1;
+                    if passes(f, slot) {
+                        Verdict::Keep
                     } else {
-                        o.filter_ef
-                    };
-                    let seen = std::cell::Cell::new(0usize);
-                    let meta = self.meta.read();
-                    let pred = |key: u64| {
-                        if seen.get() >= budget {
-                            return false;
-                        }
-                        seen.set(seen.get() + 1);
-                        meta.elems
-                            .get(&key)
-                            .is_some_and(|e| f.matches_bytes(e.attrs.as_deref()))
-                    };
-                    let m = if self.cfg.quant == Quant::B1 {
-                        h.index
-                            .filtered_search(b1x8::from_u8s(&pack_bits(q)), k, pred)
-                    } else {
-                        h.index.filtered_search(q, k, pred)
+                        Verdict::Skip
                     }
-                    .map_err(engine)?;
-                    drop(meta);
-                    m.keys.into_iter().zip(m.distances).collect::<Vec<_>>()
-                }
+                })
             }
         };
-        let meta = self.meta.read();
+        drop(g);
         let scale = self.distance_scale();
         Ok(matches
             .into_iter()
-            .filter_map(|(key, d)| {
-                let e = meta.elems.get(&key)?;
+            .filter_map(|(slot, d)| {
+                let e = meta.get(slot)?;
                 Some(Hit {
                     name: e.name.to_vec(),
                     distance: (d * scale).max(0.0),
@@ -802,7 +690,7 @@ impl VectorIndex {
             .collect())
     }
 
-    /// Factor turning usearch's distance into the reported one (b1: Hamming bits to [0, 2]).
+    /// Factor turning a graph distance into the reported one (b1: Hamming bits to [0, 2]).
     fn distance_scale(&self) -> f32 {
         if self.cfg.quant == Quant::B1 {
             2.0 / self.cfg.dim as f32
@@ -811,104 +699,35 @@ impl VectorIndex {
         }
     }
 
-    fn exact_search(
-        &self,
-        q: &[f32],
-        k: usize,
-        filter: Option<&Filter>,
-    ) -> Result<Vec<(u64, f32)>, Error> {
-        let h = self.hnsw.read();
-        let _slot = self.slots.acquire();
-        let want = if filter.is_some() { h.index.size() } else { k };
-        let m = if self.cfg.quant == Quant::B1 {
-            h.index
-                .exact_search(b1x8::from_u8s(&pack_bits(q)), want.max(1))
-        } else {
-            h.index.exact_search(q, want.max(1))
-        }
-        .map_err(engine)?;
-        drop(h);
-        let mut out: Vec<(u64, f32)> = m.keys.into_iter().zip(m.distances).collect();
-        if let Some(f) = filter {
-            let meta = self.meta.read();
-            out.retain(|(key, _)| {
-                meta.elems
-                    .get(key)
-                    .is_some_and(|e| f.matches_bytes(e.attrs.as_deref()))
-            });
-            out.truncate(k);
-        }
-        Ok(out)
-    }
-
     /// The element's graph neighbours per layer, top layer first, each with its distance
     /// (as [`Hit::distance`]). `None` when there is no such element.
     pub fn links(&self, name: &[u8]) -> Option<Vec<Layer>> {
-        let key = *self.meta.read().by_name.get(name)?;
-        let h = self.hnsw.write();
-        let v = self.stored(&h.index, key)?;
-        let level = h.index.level_of_key(key);
-        let mut layers: Vec<Vec<u64>> = Vec::new();
-        for l in (0..=level).rev() {
-            layers.push(h.index.neighbors(key, l).collect());
-        }
-        // Distances: an exact search restricted to each neighbour would be costly; compute
-        // them from the stored vectors.
-        let mut out = Vec::with_capacity(layers.len());
+        let (slot, _) = self.slot_norm(name)?;
+        let g = self.graph.read();
+        let v = g.vector(slot)?;
+        let layers = g.links(slot)?;
         let meta = self.meta.read();
-        for layer in layers {
-            let mut row = Vec::with_capacity(layer.len());
-            for n in layer {
-                let Some(e) = meta.elems.get(&n) else {
-                    continue;
-                };
-                let Some(w) = self.stored(&h.index, n) else {
-                    continue;
-                };
-                row.push((e.name.to_vec(), self.distance(&v, &w)));
-            }
-            out.push(row);
-        }
-        Some(out)
-    }
-
-    /// Distance between two stored (dequantized) vectors, as a search reports it.
-    fn distance(&self, a: &[f32], b: &[f32]) -> f32 {
-        match (self.cfg.quant, self.cfg.metric) {
-            (Quant::B1, _) => {
-                let diff = a
-                    .iter()
-                    .zip(b)
-                    .filter(|(x, y)| (**x > 0.0) != (**y > 0.0))
-                    .count();
-                diff as f32 * self.distance_scale()
-            }
-            (_, Metric::Cosine) => {
-                let dot: f32 = a.iter().zip(b).map(|(x, y)| x * y).sum();
-                let na: f32 = a.iter().map(|x| x * x).sum::<f32>().sqrt();
-                let nb: f32 = b.iter().map(|x| x * x).sum::<f32>().sqrt();
-                if na == 0.0 || nb == 0.0 {
-                    1.0
-                } else {
-                    (1.0 - dot / (na * nb)).max(0.0)
-                }
-            }
-            (_, Metric::L2) => a.iter().zip(b).map(|(x, y)| (x - y) * (x - y)).sum(),
-            (_, Metric::Ip) => 1.0 - a.iter().zip(b).map(|(x, y)| x * y).sum::<f32>(),
-        }
+        let scale = self.distance_scale();
+        Some(
+            layers
+                .into_iter()
+                .map(|layer| {
+                    layer
+                        .into_iter()
+                        .filter_map(|n| {
+                            let e = meta.get(n)?;
+                            let d = g.space().between(v, g.vector(n)?);
+                            Some((e.name.to_vec(), (d * scale).max(0.0)))
+                        })
+                        .collect()
+                })
+                .collect(),
+        )
     }
 
     /// Highest layer of the graph.
     pub fn max_level(&self) -> usize {
-        // Lock order is always graph, then table: never hold the table while waiting for
-        // the graph.
-        let h = self.hnsw.read();
-        let meta = self.meta.read();
-        meta.order
-            .iter()
-            .map(|k| h.index.level_of_key(*k))
-            .max()
-            .unwrap_or(0)
+        self.graph.read().max_level()
     }
 
     /// `count` random element names: distinct when `distinct` (at most [`VectorIndex::len`]),
@@ -920,7 +739,7 @@ impl VectorIndex {
             return Vec::new();
         }
         let mut rng = rand::rng();
-        let name = |k: &u64| meta.elems.get(k).map(|e| e.name.to_vec());
+        let name = |s: &u32| meta.get(*s).map(|e| e.name.to_vec());
         if !distinct {
             return (0..count)
                 .filter_map(|_| name(&meta.order[rng.random_range(0..n)]))
@@ -936,33 +755,41 @@ impl VectorIndex {
         let meta = self.meta.read();
         meta.order
             .iter()
-            .filter_map(|k| meta.elems.get(k).map(|e| e.name.to_vec()))
+            .filter_map(|s| meta.get(*s).map(|e| e.name.to_vec()))
             .collect()
     }
 
-    /// Approximate bytes used: the graph and vectors as usearch reports them (less the
-    /// unwritten tail of its arenas), plus names, attributes and the lookup tables.
+    /// Approximate bytes used: the graph (slots, vectors, links), plus names, attributes
+    /// and the lookup tables.
     pub fn memory_usage(&self) -> usize {
-        let graph = {
-            let h = self.hnsw.read();
-            // usearch grows its tapes in doubling arenas (8 MiB first); the unused tail of
-            // the last arena is never written, so it is address space, not resident memory.
-            let s = h.index.memory_stats();
-            h.index
-                .memory_usage()
-                .saturating_sub(s.graph_reserved + s.vectors_reserved)
-        };
+        let graph = self.graph.read().memory();
         let meta = self.meta.read();
-        let tables = meta.by_name.capacity() * (std::mem::size_of::<Box<[u8]>>() + 9)
-            + meta.elems.capacity() * (std::mem::size_of::<Elem>() + 9)
-            + meta.order.capacity() * 8;
+        let tables = meta.by_name.capacity() * (std::mem::size_of::<u32>() + 1)
+            + meta.elems.capacity() * std::mem::size_of::<Option<Elem>>()
+            + meta.order.capacity() * std::mem::size_of::<u32>();
         graph + tables + meta.bytes + self.projection.as_ref().map_or(0, |p| p.len() * 4)
     }
 
     /// Serializes the index (configuration, elements, graph).
-    pub fn to_bytes(&self) -> Result<Vec<u8>, Error> {
-        let h = self.hnsw.write();
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let g = self.graph.write();
         let meta = self.meta.read();
+        // Nodes are written in element order and links name that order's index, so the
+        // reader gets a dense graph; links to emptied slots are dropped here.
+        let mut by_slot: Vec<Option<NodeView<'_>>> = (0..g.capacity()).map(|_| None).collect();
+        for (slot, level, v, links) in g.nodes() {
+            by_slot[slot as usize] = Some((level, v, links));
+        }
+        let mut index_of = vec![u32::MAX; g.capacity()];
+        let mut rows = Vec::with_capacity(meta.order.len());
+        for &slot in &meta.order {
+            let (Some(e), Some(node)) = (meta.get(slot), by_slot[slot as usize].take()) else {
+                continue;
+            };
+            index_of[slot as usize] = rows.len() as u32;
+            rows.push((e, node));
+        }
+        let live = |s: &u32| Some(index_of[*s as usize]).filter(|i| *i != u32::MAX);
         let mut out = Vec::new();
         out.extend_from_slice(MAGIC);
         out.push(VERSION);
@@ -973,10 +800,9 @@ impl VectorIndex {
         out.extend_from_slice(&(self.cfg.ef_construction as u32).to_le_bytes());
         out.extend_from_slice(&(self.cfg.projection_from as u32).to_le_bytes());
         out.extend_from_slice(&meta.next_key.to_le_bytes());
-        out.extend_from_slice(&(meta.order.len() as u64).to_le_bytes());
-        for k in &meta.order {
-            let e = &meta.elems[k];
-            out.extend_from_slice(&k.to_le_bytes());
+        out.extend_from_slice(&(rows.len() as u64).to_le_bytes());
+        for (e, (level, v, links)) in &rows {
+            out.extend_from_slice(&e.key.to_le_bytes());
             out.extend_from_slice(&e.norm.to_le_bytes());
             out.extend_from_slice(&(e.name.len() as u32).to_le_bytes());
             out.extend_from_slice(&e.name);
@@ -988,23 +814,37 @@ impl VectorIndex {
                 }
                 None => out.push(0),
             }
+            out.push(*level as u8);
+            out.extend_from_slice(&v.raw_bytes());
+            for list in links {
+                let kept: Vec<u32> = list.iter().filter_map(live).collect();
+                out.extend_from_slice(&(kept.len() as u32).to_le_bytes());
+                for i in kept {
+                    out.extend_from_slice(&i.to_le_bytes());
+                }
+            }
         }
-        let len = h.index.serialized_length();
-        out.extend_from_slice(&(len as u64).to_le_bytes());
-        let at = out.len();
-        out.resize(at + len, 0);
-        h.index.save_to_buffer(&mut out[at..]).map_err(engine)?;
-        // The graph blob goes to C++ on load: a checksum keeps damaged bytes away from it.
-        let sum = CRC.checksum(&out[at..]);
+        let entry = g
+            .entry()
+            .as_ref()
+            .and_then(live)
+            .map_or(u64::MAX, u64::from);
+        out.extend_from_slice(&entry.to_le_bytes());
+        let sum = CRC.checksum(&out);
         out.extend_from_slice(&sum.to_le_bytes());
-        Ok(out)
+        out
     }
 
     /// Reads an index written by [`VectorIndex::to_bytes`].
     pub fn from_bytes(b: &[u8]) -> Result<Self, Error> {
-        let mut r = Reader { b, p: 0 };
+        let body_len = b.len().checked_sub(8).ok_or_else(|| corrupt("truncated"))?;
+        let (body, sum) = b.split_at(body_len);
+        let mut r = Reader { b: body, p: 0 };
         if r.take(MAGIC.len())? != MAGIC || r.u8()? != VERSION {
             return Err(Error::Corrupt("bad header".into()));
+        }
+        if CRC.checksum(body).to_le_bytes() != sum {
+            return Err(corrupt("checksum"));
         }
         let dim = r.u32()? as usize;
         let metric = Metric::from_code(r.u8()?).ok_or_else(|| corrupt("metric"))?;
@@ -1018,14 +858,14 @@ impl VectorIndex {
             projection_from: r.u32()? as usize,
         };
         cfg.validate().map_err(|e| corrupt(&e.to_string()))?;
-        let idx = VectorIndex::new(cfg)?;
         let next_key = r.u64()?;
         let n = r.u64()?;
         let mut meta = Meta {
             next_key,
             ..Meta::default()
         };
-        for _ in 0..n {
+        let mut nodes: Vec<NodeParts> = Vec::new();
+        for i in 0..n {
             let key = r.u64()?;
             if key >= next_key {
                 return Err(corrupt("element key"));
@@ -1041,56 +881,54 @@ impl VectorIndex {
                 }
                 _ => return Err(corrupt("attribute flag")),
             };
-            if meta.by_name.contains_key(name) || meta.elems.contains_key(&key) {
+            if meta.find(name).is_some() {
                 return Err(corrupt("duplicate element"));
             }
-            meta.insert(key, name, attrs, norm);
+            let level = r.u8()? as usize;
+            if level > crate::hnsw::MAX_LEVEL {
+                return Err(corrupt("level"));
+            }
+            let v = Vector::from_raw(quant, dim, r.take(quant.vector_bytes(dim))?);
+            if !v.is_finite() {
+                return Err(corrupt("vector component"));
+            }
+            let mut links = Vec::with_capacity(level + 1);
+            for _ in 0..=level {
+                let c = r.u32()? as usize;
+                let raw = r.take(c.checked_mul(4).ok_or_else(|| corrupt("links"))?)?;
+                links.push(
+                    raw.chunks_exact(4)
+                        .map(|x| u32::from_le_bytes([x[0], x[1], x[2], x[3]]))
+                        .collect(),
+                );
+            }
+            meta.insert(i as u32, key, name, attrs, norm);
+            nodes.push((level, v, links));
         }
-        let len = r.u64()? as usize;
-        let blob = r.take(len)?;
-        let sum = r.u64()?;
-        if r.p != b.len() {
+        let entry = match r.u64()? {
+            u64::MAX => None,
+            e => Some(u32::try_from(e).map_err(|_| corrupt("entry"))?),
+        };
+        if r.p != body.len() {
             return Err(corrupt("trailing bytes"));
         }
-        if CRC.checksum(blob) != sum {
-            return Err(corrupt("graph checksum"));
-        }
-        {
-            let h = idx.hnsw.write();
-            // usearch validates the header; element keys are checked against the table below.
-            usearch::Index::metadata_from_buffer(blob).map_err(|e| corrupt(&e.to_string()))?;
-            h.index
-                .load_from_buffer(blob)
-                .map_err(|e| corrupt(&e.to_string()))?;
-            if h.index.dimensions() != dim || h.index.size() != meta.order.len() {
-                return Err(corrupt("graph does not match the element table"));
-            }
-            for k in &meta.order {
-                if !h.index.contains(*k) {
-                    return Err(corrupt("element missing from the graph"));
-                }
-            }
-            let cap = h.index.capacity().max(h.index.size() + 1).max(64);
-            h.index
-                .reserve_capacity_and_threads(cap, THREADS)
-                .map_err(engine)?;
-            h.index.change_expansion_search(DEFAULT_EF);
-            h.index.change_expansion_add(cfg.ef_construction);
-            idx.capacity.store(h.index.capacity(), Ordering::Relaxed);
-        }
+        let graph = Graph::from_parts(cfg.space(), cfg.m, cfg.ef_construction, nodes, entry)
+            .ok_or_else(|| corrupt("graph"))?;
+        let idx = Self::with_graph(cfg, graph);
         *idx.meta.write() = meta;
         Ok(idx)
     }
 
     /// An independent copy (COPY, RESTORE of a dump).
     pub fn deep_clone(&self) -> Result<Self, Error> {
-        Self::from_bytes(&self.to_bytes()?)
+        Self::from_bytes(&self.to_bytes())
     }
 }
 
 const MAGIC: &[u8] = b"EMBV";
 const CRC: crc::Crc<u64> = crc::Crc::<u64>::new(&crc::CRC_64_XZ);
-const VERSION: u8 = 1;
+/// Version 2: Ember's own graph (version 1 held a usearch blob).
+const VERSION: u8 = 2;
 
 fn corrupt(what: &str) -> Error {
     Error::Corrupt(what.to_string())

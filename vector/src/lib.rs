@@ -1,12 +1,12 @@
-//! Vector indexes for Ember: an HNSW index over [usearch](https://github.com/unum-cloud/USearch)
-//! with string element names, JSON attributes, quantization, FILTER expressions and a
-//! byte serialization.
+//! Vector indexes for Ember: Ember's own HNSW graph (f32, f16, i8 or 1-bit vectors) with
+//! string element names, JSON attributes, FILTER expressions and a byte serialization.
 //!
 //! [`VectorIndex`] is safe to share between threads (`Arc<VectorIndex>`): searches run in
 //! parallel, adds run concurrently with searches, and only removals, capacity growth and
-//! changes of the search breadth take the index exclusively for a moment.
+//! serialization take the index exclusively.
 
 pub mod filter;
+mod hnsw;
 mod index;
 
 pub use filter::{Filter, SyntaxError};
@@ -32,7 +32,4 @@ pub enum Error {
     /// A serialized index is malformed.
     #[error("corrupt vector index: {0}")]
     Corrupt(String),
-    /// The underlying library reported an error.
-    #[error("vector index error: {0}")]
-    Engine(String),
 }

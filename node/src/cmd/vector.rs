@@ -3,7 +3,7 @@
 //! `modules/vector-sets/vset.c`), and Ember's VSIM.CREATEINDEX / VSIM.SET / VSIM.SEARCH /
 //! VSIM.DEL / VSIM.GET / VSIM.INFO / VSIM.DROP / VSIM.CARD.
 //!
-//! Values are [`storage::vset::VectorSet`]: an `Arc<vector::VectorIndex>` (usearch HNSW).
+//! Values are [`storage::vset::VectorSet`]: an `Arc<vector::VectorIndex>` (Ember's HNSW graph).
 //! A command holds the shard lock only to find the set and clone the `Arc` (and to create
 //! or delete the key); searches and inserts into an existing set run after the lock is
 //! released, so they never block the other keys of the shard, run in parallel with each

@@ -133,17 +133,7 @@ pub fn put_value(out: &mut Vec<u8>, v: &Value, compress: bool) {
         }
         Value::Stream(s) => put_stream(out, s, compress),
         // Float vectors do not compress: never LZF the (large) index bytes.
-        Value::VectorSet(v) => match v.index.to_bytes() {
-            Ok(b) => put_str(out, &b, false),
-            // Serializing only fails if usearch cannot save its graph: write an empty index
-            // of the same configuration rather than a file that cannot be read back.
-            Err(_) => {
-                let empty = vector::VectorIndex::new(*v.index.config())
-                    .and_then(|i| i.to_bytes())
-                    .unwrap_or_default();
-                put_str(out, &empty, false)
-            }
-        },
+        Value::VectorSet(v) => put_str(out, &v.index.to_bytes(), false),
     }
 }
 
