@@ -266,7 +266,15 @@ async fn recv_message(
 }
 
 /// A command that asked to block, registered or about to be.
-struct Blocked {
+enum Blocked {
+    /// Registered with the node's blocking state (single-node mode).
+    Local(LocalBlock),
+    /// A cluster-mode pop, proposed again when its keys are written.
+    Cluster(crate::cluster::route::ClusterBlock),
+}
+
+/// A single-node blocked command.
+struct LocalBlock {
     waiter: Waiter,
     rx: oneshot::Receiver<Wake>,
     deadline: Option<Instant>,
@@ -277,10 +285,14 @@ impl Conn {
     /// Blocks the connection until its command is served, times out, is unblocked, or the
     /// client goes away (true: close). Input that arrives meanwhile is buffered.
     async fn wait_blocked(&mut self, stream: &mut TcpStream, b: Blocked) -> std::io::Result<bool> {
+        let b = match b {
+            Blocked::Local(b) => b,
+            Blocked::Cluster(b) => return self.wait_pop(stream, b).await,
+        };
         self.flush(stream).await?;
         let server = self.server.clone();
         let id = self.client.id();
-        let Blocked {
+        let LocalBlock {
             waiter,
             mut rx,
             deadline,
@@ -364,6 +376,47 @@ impl Conn {
             }
             self.after_block(&server);
             return Ok(false);
+        }
+    }
+
+    /// Waits for a cluster-mode pop's keys to be written and proposes it again, until it
+    /// pops something, times out, or the client goes away (true: close).
+    async fn wait_pop(
+        &mut self,
+        stream: &mut TcpStream,
+        b: crate::cluster::route::ClusterBlock,
+    ) -> std::io::Result<bool> {
+        self.flush(stream).await?;
+        let info = self.client.info.clone();
+        let limit = &self.server.live.query_buffer_limit;
+        loop {
+            let sleep = async {
+                match b.deadline {
+                    Some(d) => tokio::time::sleep_until(d.into()).await,
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                _ = b.notify.notified() => {
+                    if let Some(reply) = b.retry().await {
+                        self.out.buffer_mut().extend_from_slice(&reply);
+                        return Ok(false);
+                    }
+                }
+                _ = sleep => {
+                    self.out.buffer_mut().extend_from_slice(&b.on_timeout);
+                    return Ok(false);
+                }
+                _ = info.kill_notify.notified() => return Ok(true),
+                r = stream.read_buf(&mut self.rbuf) => match r {
+                    Ok(0) | Err(_) => return Ok(true),
+                    Ok(_) => {
+                        if info.killed.load(Relaxed) || self.rbuf.len() as u64 > limit.load(Relaxed) {
+                            return Ok(true);
+                        }
+                    }
+                },
+            }
         }
     }
 
@@ -455,6 +508,10 @@ async fn execute(
                             client.info.last_cmd.store(idx + 1, Relaxed);
                             return finish(stats, client, out, mark, r, false);
                         }
+                        Routed::Block(b) => {
+                            client.info.last_cmd.store(idx + 1, Relaxed);
+                            return Some(Blocked::Cluster(b));
+                        }
                     }
                 }
                 while let Some(wait) = server.pause.wait_for(spec) {
@@ -495,12 +552,12 @@ async fn execute(
                         let (tx, rx) = oneshot::channel();
                         let (deadline, on_timeout) = (req.deadline, req.on_timeout);
                         let waiter = Waiter::new(client, out.protocol(), idx, args, req, tx);
-                        return Some(Blocked {
+                        return Some(Blocked::Local(LocalBlock {
                             waiter,
                             rx,
                             deadline,
                             on_timeout,
-                        });
+                        }));
                     }
                 }
                 if !client.ready_keys.is_empty() {

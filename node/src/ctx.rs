@@ -259,7 +259,11 @@ pub fn note_writes(server: &Server, client: &mut Client, spec: &CommandSpec, arg
     if !spec.has(flags::WRITE) || client.block_request.is_some() {
         return;
     }
-    if !server.blocking.active() && !server.watches.active() && !server.tracking.active() {
+    if !server.blocking.active()
+        && !server.watches.active()
+        && !server.tracking.active()
+        && !cluster_pops_wait(server)
+    {
         return;
     }
     let db = client.db;
@@ -268,11 +272,21 @@ pub fn note_writes(server: &Server, client: &mut Client, spec: &CommandSpec, arg
     }
 }
 
-/// `client` wrote `key` in `db`: it is ready for clients blocked on it, touched for WATCH and
-/// invalidated for client-side caching (each one atomic load while unused).
+/// Whether a cluster-mode connection waits in a blocking pop ([`crate::cluster::block`]).
+fn cluster_pops_wait(server: &Server) -> bool {
+    server.cluster.get().is_some_and(|cl| cl.waiters.active())
+}
+
+/// `client` wrote `key` in `db`: it is ready for clients blocked on it (single-node waiters,
+/// and cluster-mode pops waiting on this node, which applies every write of its groups),
+/// touched for WATCH and invalidated for client-side caching (each one atomic load while
+/// unused).
 pub fn note_key_written(server: &Server, client: &mut Client, db: usize, key: &[u8]) {
     if server.blocking.active() {
         client.ready_keys.push((db, key.to_vec()));
+    }
+    if let Some(cl) = server.cluster.get().filter(|cl| cl.waiters.active()) {
+        cl.waiters.written(key);
     }
     server.watches.touch(db, key);
     server.tracking.invalidate(client.id(), key);

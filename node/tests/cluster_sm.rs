@@ -113,11 +113,18 @@ impl Cluster {
     /// Proposes `args` to group `g` through its leader at the next clock tick with `seed`;
     /// returns the reply bytes, the request's time and the entry's index.
     async fn write_seeded(&mut self, g: GroupId, args: &[&[u8]], seed: u64) -> (Bytes, u64, u64) {
+        let (reply, index) = self.write_raw(g, encode_command(args), seed).await;
+        (reply, self.clock_ns, index)
+    }
+
+    /// Proposes the entry bytes `entry` as they are (a command, batch, transaction or
+    /// garbage) on `g`'s leader, 1 ms after the previous write: (reply, log index).
+    async fn write_raw(&mut self, g: GroupId, entry: Bytes, seed: u64) -> (Bytes, u64) {
         self.clock_ns += 1_000_000;
-        let req = Request::new(encode_command(args), self.clock_ns, seed);
+        let req = Request::new(entry, self.clock_ns, seed);
         let leader = self.leader(g).await;
         let resp = self.raft(leader, g).client_write(req).await.unwrap();
-        (resp.data.0, self.clock_ns, resp.log_id.index)
+        (resp.data.0, resp.log_id.index)
     }
 
     async fn write(&mut self, g: GroupId, args: &[&[u8]]) -> (Bytes, u64, u64) {
@@ -342,7 +349,6 @@ async fn t30_garbage_and_foreign_commands_answer_errors_and_replicas_stay_equal(
     let k = key_in(G1, "k");
     let (r, _, _) = c.write(G1, &[b"SET", &k, b"1"]).await;
     assert_eq!(&r[..], b"+OK\r\n");
-    let leader = c.leader(G1).await;
     let mut last = 0;
     for bad in [
         &b""[..],
@@ -353,15 +359,12 @@ async fn t30_garbage_and_foreign_commands_answer_errors_and_replicas_stay_equal(
         b"*-1\r\n",
         b"*1\r\n$-5\r\n",
     ] {
-        c.clock_ns += 1_000_000;
-        let req = Request::new(Bytes::copy_from_slice(bad), c.clock_ns, 1);
-        let resp = c.raft(leader, G1).client_write(req).await.unwrap();
+        let (reply, index) = c.write_raw(G1, Bytes::copy_from_slice(bad), 1).await;
         assert!(
-            resp.data.0.starts_with(b"-ERR Protocol error"),
-            "{bad:?} -> {:?}",
-            resp.data.0
+            reply.starts_with(b"-ERR Protocol error"),
+            "{bad:?} -> {reply:?}"
         );
-        last = resp.log_id.index;
+        last = index;
     }
     let (r, _, _) = c.write(G1, &[b"NOSUCHCMD", b"a"]).await;
     assert_eq!(
@@ -515,21 +518,15 @@ async fn t60_a_batch_entry_applies_its_commands_in_order_on_every_replica() {
     .collect();
     let batch = encode_batch(&cmds);
     assert!(batch.starts_with(BATCH_MARKER));
-    c.clock_ns += 1_000_000;
-    let leader = c.leader(G1).await;
-    let resp = c
-        .raft(leader, G1)
-        .client_write(Request::new(batch, c.clock_ns, 7))
-        .await
-        .unwrap();
-    let replies = split_batch_reply(&resp.data.0, cmds.len());
+    let (reply, index) = c.write_raw(G1, batch, 7).await;
+    let replies = split_batch_reply(&reply, cmds.len());
     assert_eq!(&replies[0][..], b"+OK\r\n");
     assert_eq!(&replies[1][..], b":2\r\n");
     assert!(replies[2].starts_with(b"-WRONGTYPE"), "{:?}", replies[2]);
     assert_eq!(&replies[3][..], b":3\r\n");
     assert!(replies[4].starts_with(b"$2\r\nm"), "{:?}", replies[4]);
     assert_eq!(&replies[5][..], b"$1\r\n2\r\n");
-    c.wait_all(G1, resp.log_id.index).await;
+    c.wait_all(G1, index).await;
     let bytes = c.group_bytes(1, G1);
     for id in [2, 3] {
         assert_eq!(c.group_bytes(id, G1), bytes);
@@ -537,12 +534,8 @@ async fn t60_a_batch_entry_applies_its_commands_in_order_on_every_replica() {
     // A batch cut short by bytes that do not decode answers the rest with errors.
     let mut bad = encode_batch(&cmds[..1]).to_vec();
     bad.extend_from_slice(b"*1\r\n$4\r\nPI");
-    let resp = c
-        .raft(leader, G1)
-        .client_write(Request::new(Bytes::from(bad), c.clock_ns + 1, 8))
-        .await
-        .unwrap();
-    let replies = split_batch_reply(&resp.data.0, 2);
+    let (reply, _) = c.write_raw(G1, Bytes::from(bad), 8).await;
+    let replies = split_batch_reply(&reply, 2);
     assert_eq!(&replies[0][..], b"+OK\r\n");
     assert!(
         replies[1].starts_with(b"-ERR Protocol error"),
@@ -566,17 +559,10 @@ async fn t70_a_transaction_entry_runs_as_exec_on_every_replica() {
         &[b"LPUSH", &a, b"x"],
         &[b"RPUSH", &b, b"y"],
     ]);
-    c.clock_ns += 1_000_000;
-    let leader = c.leader(G1).await;
-    let resp = c
-        .raft(leader, G1)
-        .client_write(Request::new(ok, c.clock_ns, 3))
-        .await
-        .unwrap();
-    let r = &resp.data.0[..];
+    let (r, index) = c.write_raw(G1, ok, 3).await;
     assert!(r.starts_with(b"*4\r\n+OK\r\n:2\r\n-WRONGTYPE"), "{r:?}");
     assert!(r.ends_with(b":1\r\n"), "{r:?}");
-    c.wait_all(G1, resp.log_id.index).await;
+    c.wait_all(G1, index).await;
     let bytes = c.group_bytes(1, G1);
     for id in [2, 3] {
         assert_eq!(c.group_bytes(id, G1), bytes);
@@ -596,13 +582,9 @@ async fn t70_a_transaction_entry_runs_as_exec_on_every_replica() {
             bad_cmd,
         ]),
     ] {
-        let resp = c
-            .raft(leader, G1)
-            .client_write(Request::new(bad, c.clock_ns + 1, 4))
-            .await
-            .unwrap();
-        assert!(resp.data.0.starts_with(b"-EXECABORT"), "{:?}", resp.data.0);
-        c.wait_all(G1, resp.log_id.index).await;
+        let (reply, index) = c.write_raw(G1, bad, 4).await;
+        assert!(reply.starts_with(b"-EXECABORT"), "{reply:?}");
+        c.wait_all(G1, index).await;
         assert_eq!(&c.read(1, &[b"GET", &a], 1)[..], b"$1\r\n2\r\n");
     }
     c.close().await;
@@ -612,22 +594,12 @@ async fn t70_a_transaction_entry_runs_as_exec_on_every_replica() {
 async fn t80_a_resp3_entry_answers_in_resp3_and_changes_the_same() {
     let mut c = Cluster::start().await;
     let z = key_in(G1, "z3");
-    let leader = c.leader(G1).await;
     let zincr = encode_command(&[&b"ZINCRBY"[..], &z, b"1.5", b"m"]);
-    c.clock_ns += 1_000_000;
-    let resp = c
-        .raft(leader, G1)
-        .client_write(Request::new(encode_resp3(&zincr), c.clock_ns, 1))
-        .await
-        .unwrap();
-    assert_eq!(&resp.data.0[..], b",1.5\r\n");
-    let resp = c
-        .raft(leader, G1)
-        .client_write(Request::new(zincr, c.clock_ns + 1, 2))
-        .await
-        .unwrap();
-    assert_eq!(&resp.data.0[..], b"$1\r\n3\r\n");
-    c.wait_all(G1, resp.log_id.index).await;
+    let (reply, _) = c.write_raw(G1, encode_resp3(&zincr), 1).await;
+    assert_eq!(&reply[..], b",1.5\r\n");
+    let (reply, index) = c.write_raw(G1, zincr, 2).await;
+    assert_eq!(&reply[..], b"$1\r\n3\r\n");
+    c.wait_all(G1, index).await;
     let bytes = c.group_bytes(1, G1);
     for id in [2, 3] {
         assert_eq!(c.group_bytes(id, G1), bytes);

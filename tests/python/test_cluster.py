@@ -118,7 +118,23 @@ class Cluster:
         for n in self.nodes:
             n.start()
         self.wait_ok()
+        self.wait_connected()
         return self
+
+    def wait_connected(self, timeout: float = 30) -> None:
+        """Until every live node has had a pong from every other live node."""
+        deadline = time.monotonic() + timeout
+        last = None
+        while time.monotonic() < deadline:
+            try:
+                last = [n.client(decode_responses=True).execute_command("CLUSTER", "NODES")
+                        for n in self.alive()]
+                if not any(",fail " in t for t in last):
+                    return
+            except redis.RedisError as e:
+                last = e
+            time.sleep(0.1)
+        raise AssertionError(f"nodes not connected after {timeout}s: {last}")
 
     def stop(self) -> None:
         for n in self.nodes:
@@ -339,8 +355,167 @@ def test_multi_exec_in_one_slot(cluster):
     out = _cli_script(other.port, "MULTI\nINCR {tx}a\nEXEC\n")
     assert out[:2] == ["OK", "QUEUED"] and out[2].startswith("MOVED "), out
     assert c.get("{tx}a") == b"3"
-    with pytest.raises(redis.ResponseError, match="WATCH is not supported"):
-        c.execute_command("WATCH", "{tx}a")
+
+
+def test_blocking_pops(cluster):
+    owner = cluster.leader_of("{b}l")
+    c = owner.client()
+    # Something to pop: answered at once.
+    c.rpush("{b}l", "a")
+    assert list(c.blpop(["{b}l"], timeout=1)) == [b"{b}l", b"a"]
+    # Nothing: nil once the timeout passes.
+    t0 = time.monotonic()
+    assert c.blpop(["{b}l"], timeout=0.3) is None
+    assert time.monotonic() - t0 >= 0.25
+    # A push through another node's client wakes the waiter, which pops it once.
+    got = {}
+
+    def wait(name, fn):
+        got[name] = fn(owner.client())
+
+    t = threading.Thread(target=wait, args=("blpop", lambda r: r.blpop(["{b}l", "{b}m"], 5)))
+    t.start()
+    time.sleep(0.3)
+    cluster.rc().rpush("{b}m", "x")
+    t.join(6)
+    assert list(got["blpop"]) == [b"{b}m", b"x"]
+    assert c.llen("{b}m") == 0
+    # Two waiters, one element: one gets it, the other times out.
+    ts = [threading.Thread(target=wait, args=(f"w{i}", lambda r: r.brpop(["{b}q"], 1.5)))
+          for i in range(2)]
+    for t in ts:
+        t.start()
+    time.sleep(0.3)
+    c.lpush("{b}q", "only")
+    for t in ts:
+        t.join(5)
+    assert sorted([got["w0"] is None, got["w1"] is None]) == [False, True], got
+    # BLMOVE and BZPOPMIN wake the same way.
+    t = threading.Thread(target=wait, args=("blmove", lambda r: r.blmove("{b}s", "{b}d", 5)))
+    t.start()
+    time.sleep(0.3)
+    c.rpush("{b}s", "v")
+    t.join(6)
+    assert got["blmove"] == b"v" and c.lrange("{b}d", 0, -1) == [b"v"]
+    t = threading.Thread(target=wait, args=("bz", lambda r: r.bzpopmin("{b}z", 5)))
+    t.start()
+    time.sleep(0.3)
+    c.zadd("{b}z", {"m": 2})
+    t.join(6)
+    assert list(got["bz"]) == [b"{b}z", b"m", 2.0]
+    # Pushes inside a transaction and inside a script wake waiters too.
+    for name, push in (("tx", lambda: c.pipeline(transaction=True).rpush("{b}e", "t").execute()),
+                       ("lua", lambda: c.eval("return redis.call('RPUSH', KEYS[1], 'l')",
+                                              1, "{b}e"))):
+        t = threading.Thread(target=wait, args=(name, lambda r: r.blpop(["{b}e"], 5)))
+        t.start()
+        time.sleep(0.3)
+        t0 = time.monotonic()
+        push()
+        t.join(6)
+        assert got[name] is not None and time.monotonic() - t0 < 2, (name, got)
+    # A waiter whose client went away takes nothing from a later push.
+    s = socket.create_connection((HOST, owner.port))
+    s.sendall(b"*3\r\n$5\r\nBLPOP\r\n$5\r\n{b}g\r\n$1\r\n0\r\n")
+    time.sleep(0.3)
+    s.close()
+    time.sleep(0.3)
+    c.rpush("{b}g", "kept")
+    time.sleep(0.3)
+    assert c.lrange("{b}g", 0, -1) == [b"kept"]
+    # Every replica applied the same pops.
+    for n in cluster.alive():
+        r = n.client()
+        r.execute_command("READONLY")
+        assert r.lrange("{b}d", 0, -1) == [b"v"] and r.llen("{b}q") == 0
+    # Elsewhere: MOVED; streams still refuse to block.
+    other = next(n for n in cluster.nodes if n is not owner)
+    with pytest.raises(MovedError):
+        other.client().blpop(["{b}l"], 1)
+    with pytest.raises(redis.ResponseError, match="not supported"):
+        c.execute_command("XREADGROUP", "GROUP", "g", "c", "BLOCK", "10", "STREAMS", "{b}x", ">")
+    with pytest.raises(redis.ResponseError, match="not supported"):
+        c.execute_command("XREAD", "BLOCK", "10", "STREAMS", "{b}x", "$")
+    c.xadd("{b}x", {"f": "v"}, id="1-1")
+    assert c.xread({"{b}x": "0"}) == [[b"{b}x", [(b"1-1", {b"f": b"v"})]]]
+
+
+def test_watch_in_one_slot(cluster):
+    owner = cluster.leader_of("{w}k")
+    c, other = owner.client(), owner.client()
+    c.set("{w}k", 1)
+    # Nobody writes the watched key: EXEC runs (the optimistic-locking loop of redis-py).
+    with c.pipeline(transaction=True) as p:
+        p.watch("{w}k")
+        v = int(p.get("{w}k"))
+        p.multi()
+        p.set("{w}k", v + 1)
+        assert p.execute() == [True]
+    assert c.get("{w}k") == b"2"
+    # Another connection writes it between WATCH and EXEC: EXEC is nil, nothing applies.
+    with c.pipeline(transaction=True) as p:
+        p.watch("{w}k")
+        other.set("{w}k", 10)
+        p.multi()
+        p.set("{w}k", 99)
+        p.rpush("{w}l", "x")
+        with pytest.raises(redis.WatchError):
+            p.execute()
+    assert c.get("{w}k") == b"10" and c.exists("{w}l") == 0
+    # The watching connection's own write counts too, as in Redis (EXEC's nil prints as an
+    # empty line, which _cli_script drops).
+    out = _cli_script(owner.port, "WATCH {w}k\nSET {w}k 11\nMULTI\nINCR {w}k\nEXEC\nGET {w}k\n")
+    assert out == ["OK", "OK", "OK", "QUEUED", "11"], out
+    # UNWATCH forgets it; a watched key that expires before EXEC aborts.
+    out = _cli_script(owner.port, "WATCH {w}k\nUNWATCH\nSET {w}k 1\nMULTI\nINCR {w}k\nEXEC\n")
+    assert out[-1] == "2", out
+    c.set("{w}t", "v", px=200)
+    with c.pipeline(transaction=True) as p:
+        p.watch("{w}t")
+        time.sleep(0.4)
+        p.multi()
+        p.set("{w}k", "late")
+        with pytest.raises(redis.WatchError):
+            p.execute()
+    assert c.get("{w}k") == b"2"
+    # Keys of two slots, WATCH then a transaction elsewhere, and WATCH on a non-leader.
+    with pytest.raises(redis.ResponseError, match="hash to the same slot"):
+        c.execute_command("WATCH", "{w}k", "{x}k")
+    out = _cli_script(owner.port, "WATCH {w}k\nMULTI\nSET {x}k 1\nEXEC\n")
+    assert out[-1].startswith("CROSSSLOT"), out
+    nonowner = next(n for n in cluster.nodes if n is not owner)
+    with pytest.raises(MovedError):
+        nonowner.client().execute_command("WATCH", "{w}k")
+    # RedisCluster's optimistic-locking helper: a concurrent writer forces retries, and
+    # every increment lands exactly once.
+    rc = cluster.rc()
+    rc.set("{w}n", 0)
+
+    def bump(pipe):
+        v = int(pipe.get("{w}n"))
+        pipe.multi()
+        pipe.set("{w}n", v + 1)
+
+    stop = threading.Event()
+    interfered = []
+
+    def interfere():
+        w = cluster.rc()
+        while not stop.is_set():
+            w.incr("{w}n", 1000)
+            interfered.append(1)
+            time.sleep(0.005)
+
+    t = threading.Thread(target=interfere)
+    t.start()
+    try:
+        for _ in range(20):
+            rc.transaction(bump, "{w}n")
+    finally:
+        stop.set()
+        t.join()
+    # A lost update (SET over a concurrent INCRBY) would drop a 1000.
+    assert interfered and int(rc.get("{w}n")) == 1000 * len(interfered) + 20
 
 
 def _next_message(p, timeout: float = 5.0):

@@ -14,10 +14,14 @@
 //!   started from `cluster-enabled yes` and `cluster-bootstrap`).
 //! - `route.rs`: where a client's command runs: `-CROSSSLOT`, `-MOVED`, proposals of
 //!   writes, leader-checked reads.
+//! - `watch.rs`: WATCH, checked by the group's leader against what it proposed.
+//! - `block.rs`: blocking pops, proposed again when an applied write readies their keys.
 
+pub mod block;
 pub mod node;
 pub mod route;
 mod state_machine;
+pub mod watch;
 
 pub use node::Cluster;
 

@@ -83,6 +83,9 @@ pub struct GroupHandle {
     lease_until: AtomicU64,
     /// The term the lease was proven in.
     lease_term: AtomicU64,
+    /// What this node proposed to the group (WATCH's check); proposals number their entries
+    /// under this lock.
+    pub track: tokio::sync::Mutex<super::watch::WriteTrack>,
 }
 
 /// Leadership of one group as this node sees it now.
@@ -132,6 +135,8 @@ pub struct Cluster {
     pub node_timeout: u64,
     /// Per peer (by id - 1; `None` for this node): the queue of PUBLISH messages to send.
     publish_queues: Vec<Option<tokio::sync::mpsc::Sender<(Bytes, Bytes)>>>,
+    /// Connections blocked in a pop, woken by applied writes to their keys.
+    pub waiters: super::block::KeyWaiters,
     /// The runtime of the groups and the bus; dropped last.
     rt: tokio::runtime::Runtime,
 }
@@ -308,6 +313,7 @@ impl Cluster {
                     raft: group.raft,
                     lease_until: AtomicU64::new(0),
                     lease_term: AtomicU64::new(0),
+                    track: Default::default(),
                 });
             }
             let listener = tokio::net::TcpListener::bind(bus_addr)
@@ -400,6 +406,7 @@ impl Cluster {
             pongs,
             node_timeout: timeout,
             publish_queues,
+            waiters: Default::default(),
             rt,
         }))
     }
@@ -616,30 +623,37 @@ async fn forward_publishes(
 }
 
 /// Pings every other node's bus every `timeout / 4` ms and records the answers (node
-/// health for CLUSTER NODES / SHARDS / LINKS; Raft does not depend on it).
+/// health for CLUSTER NODES / SHARDS / LINKS; Raft does not depend on it). Each peer has
+/// its own task, so a peer that is down (a connect that waits out its timeout) does not
+/// delay the pings of the others.
 async fn ping_peers(me: NodeId, addrs: Vec<String>, pongs: Arc<Vec<AtomicU64>>, timeout: u64) {
-    let bus = BusTransport::new(
-        me,
-        BusConfig {
-            connect_timeout: Duration::from_millis(timeout / 2),
-            ..BusConfig::default()
-        },
-    );
     let every = Duration::from_millis((timeout / 4).max(25));
-    loop {
-        for (i, addr) in addrs.iter().enumerate() {
-            if i as u64 + 1 == me {
-                continue;
-            }
-            if let Ok(id) = bus.ping(addr, Duration::from_millis(timeout / 2)).await {
-                if id != i as u64 + 1 {
-                    continue;
-                }
-                pongs[i].store(storage::clock::now_ns() / 1_000_000, Relaxed);
-            }
+    let mut tasks = tokio::task::JoinSet::new();
+    for (i, addr) in addrs.into_iter().enumerate() {
+        let id = i as u64 + 1;
+        if id == me {
+            continue;
         }
-        tokio::time::sleep(every).await;
+        let pongs = pongs.clone();
+        tasks.spawn(async move {
+            let bus = BusTransport::new(
+                me,
+                BusConfig {
+                    connect_timeout: Duration::from_millis(timeout / 2),
+                    ..BusConfig::default()
+                },
+            );
+            loop {
+                if let Ok(got) = bus.ping(&addr, Duration::from_millis(timeout / 2)).await {
+                    if got == id {
+                        pongs[i].store(storage::clock::now_ns() / 1_000_000, Relaxed);
+                    }
+                }
+                tokio::time::sleep(every).await;
+            }
+        });
     }
+    while tasks.join_next().await.is_some() {}
 }
 
 /// Why a read could not be confirmed on this node.

@@ -27,6 +27,7 @@ use raft::{GroupId, Request};
 use resp::{Args, ReplyWriter};
 
 use super::node::{Cluster, ReadCheck};
+use super::watch::{bucket, ClusterWatch, Touches};
 use crate::client::{Client, ReplyMode};
 use crate::error::{CmdError, CmdResult};
 use crate::registry::{flags, CommandSpec, Group};
@@ -44,6 +45,12 @@ pub struct PendingWrite {
     group: GroupId,
     /// The command to propose (a RESP array).
     command: Bytes,
+    /// The keys it writes (for WATCH).
+    touches: Touches,
+    /// For EXEC after WATCH: the watch, checked right before proposing.
+    watch: Option<ClusterWatch>,
+    /// EXEC's reply when the watch aborts it (nil in the connection's protocol).
+    nil: &'static [u8],
 }
 
 /// A connection's cluster state.
@@ -60,6 +67,8 @@ pub struct ClusterConn {
     cluster: Option<Arc<Cluster>>,
     /// Groups (and terms) whose leadership a quorum round confirmed during this batch.
     pub confirmed: Vec<(GroupId, u64)>,
+    /// Keys watched (WATCH), checked at EXEC by the slot's leader.
+    pub watch: Option<ClusterWatch>,
 }
 
 /// What the router decided.
@@ -68,6 +77,57 @@ pub enum Routed {
     Local,
     /// Done: the reply is written (or pending); the result is the command's.
     Done(CmdResult),
+    /// A blocking pop found nothing: wait for its keys ([`wait_pop`]).
+    Block(ClusterBlock),
+}
+
+/// A blocking pop waiting on its keys (registered in [`Cluster::waiters`]).
+pub struct ClusterBlock {
+    cl: Arc<Cluster>,
+    keys: Vec<Vec<u8>>,
+    /// Woken by a write to one of `keys`.
+    pub notify: Arc<tokio::sync::Notify>,
+    /// When to give up (`None`: never).
+    pub deadline: Option<std::time::Instant>,
+    /// The reply then: the command's own reply when it found nothing.
+    pub on_timeout: Vec<u8>,
+    /// Nil in the connection's protocol.
+    nil: &'static [u8],
+    slot: u16,
+    group: GroupId,
+    command: Bytes,
+    touches: Touches,
+}
+
+impl ClusterBlock {
+    /// Proposes the pop again: its reply, or `None` while there is still nothing to pop.
+    pub async fn retry(&self) -> Option<Vec<u8>> {
+        let reply = propose_one(self).await;
+        (!super::block::is_nil(&reply)).then_some(reply)
+    }
+}
+
+impl Drop for ClusterBlock {
+    fn drop(&mut self) {
+        self.cl.waiters.unregister(&self.keys, &self.notify);
+    }
+}
+
+/// Proposes `b`'s command alone and returns its reply.
+async fn propose_one(b: &ClusterBlock) -> Vec<u8> {
+    let mut r = propose(
+        b.cl.clone(),
+        b.group,
+        vec![Proposal {
+            slot: b.slot,
+            command: b.command.clone(),
+            touches: b.touches.clone(),
+            watch: None,
+            nil: b.nil,
+        }],
+    )
+    .await;
+    r.pop().unwrap_or_default()
 }
 
 /// The error a client gets when the cluster cannot serve a slot.
@@ -109,12 +169,18 @@ pub(crate) async fn route(
         return Routed::Done(Err(CmdError::err("SELECT is not allowed in cluster mode")));
     }
     if name == "watch" {
-        return Routed::Done(Err(CmdError::err(
-            "WATCH is not supported in Ember cluster mode yet",
-        )));
+        return Routed::Done(route_watch(cl, server, client, out, args, mark).await);
     }
-    if name == "exec" && client.multi.as_ref().is_some_and(|m| !m.dirty) {
-        return route_exec(cl, server, client, out);
+    if matches!(name, "unwatch" | "discard" | "reset") {
+        client.cluster.watch = None;
+        return Routed::Local;
+    }
+    if name == "exec" {
+        let watch = client.cluster.watch.take();
+        if client.multi.as_ref().is_some_and(|m| !m.dirty) {
+            return route_exec(cl, server, client, out, watch, mark).await;
+        }
+        return Routed::Local;
     }
     let keys = spec.key_positions(&args);
     let write = spec.has(flags::WRITE) || is_script_write(name);
@@ -138,10 +204,19 @@ pub(crate) async fn route(
             "CROSSSLOT Keys in request don't hash to the same slot",
         )));
     }
-    if write && spec.has(flags::BLOCKING) {
-        return Routed::Done(Err(CmdError::err(format!(
-            "blocking command '{name}' is not supported in Ember cluster mode yet"
-        ))));
+    let pop = write && spec.has(flags::BLOCKING);
+    if spec.has(flags::BLOCKING) && super::block::timeout_arg(name, args.len()).is_none() {
+        // XREAD and XREADGROUP block only with a BLOCK option (before STREAMS and the keys).
+        let blocks = !name.starts_with("xread")
+            || args
+                .iter()
+                .take_while(|a| !a.eq_ignore_ascii_case(b"streams"))
+                .any(|a| a.eq_ignore_ascii_case(b"block"));
+        if blocks {
+            return Routed::Done(Err(CmdError::err(format!(
+                "blocking command '{name}' is not supported in Ember cluster mode yet"
+            ))));
+        }
     }
     let g = cl.slot_group(slot);
     let lead = cl.leadership(g);
@@ -156,7 +231,18 @@ pub(crate) async fn route(
             Ok(c) => c,
             Err(e) => return Routed::Done(Err(e)),
         };
-        queue_write(server, client, out, slot, g, command);
+        let touches = if is_script_write(name) {
+            Touches::Any
+        } else {
+            Touches::Buckets(keys.iter().map(|&p| bucket(args.arg(p))).collect())
+        };
+        if let Some(t) = super::block::timeout_arg(name, args.len()).filter(|_| pop) {
+            return route_pop(
+                server, client, out, mark, args, &keys, t, slot, g, command, touches,
+            )
+            .await;
+        }
+        queue_write(server, client, out, slot, g, command, touches, None);
         return Routed::Done(Ok(()));
     }
     if client.cluster.readonly && !asking {
@@ -181,6 +267,62 @@ pub(crate) async fn route(
         Err(ReadCheck::Timeout) => Routed::Done(Err(CmdError::raw(
             "TRYAGAIN leadership could not be confirmed in time",
         ))),
+    }
+}
+
+/// A blocking pop on the leader of its keys: registered on its keys, then proposed (after
+/// this connection's earlier writes); answered at once when it popped something (or
+/// failed), else it waits ([`Routed::Block`]).
+#[allow(clippy::too_many_arguments)]
+async fn route_pop(
+    server: &Server,
+    client: &mut Client,
+    out: &mut ReplyWriter,
+    mark: &mut usize,
+    args: Args<'_>,
+    keys: &[usize],
+    timeout_at: usize,
+    slot: u16,
+    g: GroupId,
+    command: Bytes,
+    touches: Touches,
+) -> Routed {
+    drain(client, out).await;
+    *mark = out.len();
+    let Some(cl) = server.cluster.get().cloned() else {
+        return Routed::Done(Err(down()));
+    };
+    let keys: Vec<Vec<u8>> = keys.iter().map(|&p| args.arg(p).to_vec()).collect();
+    let notify = Arc::new(tokio::sync::Notify::new());
+    cl.waiters.register(&keys, &notify);
+    let nil: &'static [u8] = match out.protocol() {
+        resp::Protocol::Resp2 => b"*-1\r\n",
+        resp::Protocol::Resp3 => b"_\r\n",
+    };
+    let mut b = ClusterBlock {
+        cl,
+        keys,
+        notify,
+        deadline: None,
+        on_timeout: Vec::new(),
+        nil,
+        slot,
+        group: g,
+        command: for_protocol(out, command),
+        touches,
+    };
+    let reply = propose_one(&b).await;
+    let deadline = super::block::deadline(args.arg(timeout_at));
+    match deadline {
+        Some(d) if super::block::is_nil(&reply) => {
+            b.deadline = d;
+            b.on_timeout = reply;
+            Routed::Block(b)
+        }
+        _ => {
+            out.buffer_mut().extend_from_slice(&reply);
+            Routed::Done(Ok(()))
+        }
     }
 }
 
@@ -217,12 +359,14 @@ async fn flush_led_groups(cl: &Cluster, out: &mut ReplyWriter, args: Args<'_>) -
     let all: Vec<&[u8]> = args.iter().collect();
     let command = super::encode_command(&all);
     let mut waits = Vec::new();
+    let mut numbered = Vec::new();
     for g in 1..=cl.groups {
         let g = GroupId(g);
         if !cl.leadership(g).is_me {
             continue;
         }
         if let Some(h) = cl.handle(g) {
+            numbered.push((h, h.track.lock().await.propose([&Touches::Any])));
             let req = Request::new(command.clone(), storage::clock::now_ns(), cl.next_seed());
             waits.push(h.raft.client_write(req));
         }
@@ -230,6 +374,9 @@ async fn flush_led_groups(cl: &Cluster, out: &mut ReplyWriter, args: Args<'_>) -
     let results = tokio::time::timeout(cl.op_timeout, futures_join(waits)).await;
     match results {
         Ok(rs) if rs.iter().all(Result::is_ok) => {
+            for (h, seq) in numbered {
+                h.track.lock().await.applied(seq);
+            }
             out.ok();
             Ok(())
         }
@@ -249,13 +396,102 @@ async fn futures_join<F: Future>(fs: Vec<F>) -> Vec<F::Output> {
     out
 }
 
-/// EXEC of a clean transaction: its commands' keys must share one slot, led here; the
-/// transaction is proposed as one entry (the state machine queues and EXECs it on every
-/// replica) and answered with EXEC's reply. A transaction without keys runs here.
-fn route_exec(cl: &Cluster, server: &Server, client: &mut Client, out: &mut ReplyWriter) -> Routed {
+/// WATCH in cluster mode: the keys must share one slot (that of earlier WATCHes too), led
+/// here. After a ReadIndex round (entries of earlier terms applied), the connection keeps
+/// the group's applied sequence number, term, the keys' buckets and deadlines; EXEC checks
+/// them ([`super::watch`]).
+async fn route_watch(
+    cl: &Cluster,
+    server: &Server,
+    client: &mut Client,
+    out: &mut ReplyWriter,
+    args: Args<'_>,
+    mark: &mut usize,
+) -> CmdResult {
+    let keys: Vec<&[u8]> = args.iter().skip(1).collect();
+    let slot = raft::key_slot(keys[0]);
+    if keys.iter().any(|k| raft::key_slot(k) != slot)
+        || client
+            .cluster
+            .watch
+            .as_ref()
+            .is_some_and(|w| w.slot != slot)
+    {
+        return Err(CmdError::raw(
+            "CROSSSLOT Keys in request don't hash to the same slot",
+        ));
+    }
+    let g = cl.slot_group(slot);
+    let lead = cl.leadership(g);
+    let Some(h) = cl.handle(g) else {
+        return Err(moved(cl, slot, cl.redirect_target(g)));
+    };
+    if !lead.is_me {
+        return Err(moved(cl, slot, lead.leader));
+    }
+    // This connection's own earlier writes come before the watch point.
+    drain(client, out).await;
+    *mark = out.len();
+    match cl.confirm_leader(h, lead.term).await {
+        Ok(()) => {}
+        Err(ReadCheck::NotLeader(l)) => return Err(moved(cl, slot, l)),
+        Err(ReadCheck::Down) => return Err(down()),
+        Err(ReadCheck::Timeout) => {
+            return Err(CmdError::raw(
+                "TRYAGAIN leadership could not be confirmed in time",
+            ))
+        }
+    }
+    let since = h.track.lock().await.applied_seq();
+    let now = storage::clock::now_ns();
+    let deadline = keys
+        .iter()
+        .filter_map(|k| {
+            server
+                .keyspace
+                .lock(0, k, now)
+                .peek()
+                .and_then(|e| e.expire_at())
+        })
+        .min();
+    let buckets = keys.iter().map(|k| bucket(k));
+    match &mut client.cluster.watch {
+        Some(w) if w.term == lead.term => {
+            w.buckets.extend(buckets);
+            w.deadline = w.deadline.into_iter().chain(deadline).min();
+        }
+        w => {
+            *w = Some(ClusterWatch {
+                slot,
+                group: g,
+                term: lead.term,
+                since,
+                buckets: buckets.collect(),
+                deadline,
+            })
+        }
+    }
+    out.ok();
+    Ok(())
+}
+
+/// EXEC of a clean transaction: its commands' keys must share one slot (that of the
+/// watched keys too), led here; the transaction is proposed as one entry (the state
+/// machine queues and EXECs it on every replica) and answered with EXEC's reply, or nil
+/// when the watch broke. A transaction without keys runs here.
+async fn route_exec(
+    cl: &Cluster,
+    server: &Server,
+    client: &mut Client,
+    out: &mut ReplyWriter,
+    watch: Option<ClusterWatch>,
+    mark: &mut usize,
+) -> Routed {
     let reg = &server.registry;
-    let mut slot: Option<u16> = None;
+    let mut slot: Option<u16> = watch.as_ref().map(|w| w.slot);
     let mut commands = Vec::new();
+    let mut buckets = Vec::new();
+    let mut any = false;
     let mut error = None;
     if let Some(m) = client.multi.as_ref() {
         for q in &m.queued {
@@ -270,6 +506,7 @@ fn route_exec(cl: &Cluster, server: &Server, client: &mut Client, out: &mut Repl
                     ));
                 }
                 slot = Some(s);
+                buckets.push(bucket(args.arg(p)));
             }
             if keys.is_empty() && entry.spec.has(flags::WRITE) {
                 error.get_or_insert(CmdError::err(format!(
@@ -277,6 +514,7 @@ fn route_exec(cl: &Cluster, server: &Server, client: &mut Client, out: &mut Repl
                     entry.full_name
                 )));
             }
+            any |= is_script_write(&entry.full_name);
             match script_body(server, &entry.full_name, args) {
                 Ok(c) => commands.push(c),
                 Err(e) => {
@@ -285,40 +523,65 @@ fn route_exec(cl: &Cluster, server: &Server, client: &mut Client, out: &mut Repl
             }
         }
     }
+    let keyless = buckets.is_empty();
     let Some(slot) = slot.filter(|_| error.is_none()) else {
         if error.is_none() {
             return Routed::Local;
         }
         // The transaction ends here, as Redis discards it on EXECABORT.
-        client.multi = None;
-        client
-            .info
-            .multi_len
-            .store(-1, std::sync::atomic::Ordering::Relaxed);
+        end_multi(client);
         return Routed::Done(Err(error.unwrap_or_else(down)));
     };
-    client.multi = None;
-    client
-        .info
-        .multi_len
-        .store(-1, std::sync::atomic::Ordering::Relaxed);
     let g = cl.slot_group(slot);
     let lead = cl.leadership(g);
-    if cl.handle(g).is_none() || !lead.is_me {
+    let Some(h) = cl.handle(g).filter(|_| lead.is_me) else {
+        end_multi(client);
         let target = if cl.handle(g).is_none() {
             cl.redirect_target(g)
         } else {
             lead.leader
         };
         return Routed::Done(Err(moved(cl, slot, target)));
+    };
+    if keyless {
+        // Only watched keys: nothing to propose. The check still runs after this
+        // connection's writes are in, under the group's lock.
+        let Some(w) = watch else {
+            return Routed::Local;
+        };
+        drain(client, out).await;
+        *mark = out.len();
+        let broken = w.broken(&*h.track.lock().await, lead.term, storage::clock::now_ns());
+        if broken {
+            end_multi(client);
+            out.null_array();
+            return Routed::Done(Ok(()));
+        }
+        return Routed::Local;
     }
+    end_multi(client);
     let command = super::state_machine::encode_tx(&commands);
-    queue_write(server, client, out, slot, g, command);
+    let touches = if any {
+        Touches::Any
+    } else {
+        Touches::Buckets(buckets)
+    };
+    queue_write(server, client, out, slot, g, command, touches, watch);
     Routed::Done(Ok(()))
+}
+
+/// Ends the connection's MULTI (EXEC ran it or refused it).
+fn end_multi(client: &mut Client) {
+    client.multi = None;
+    client
+        .info
+        .multi_len
+        .store(-1, std::sync::atomic::Ordering::Relaxed);
 }
 
 /// Queues `command` (a write of `slot` in group `g`, led here) for [`drain`]; its reply
 /// goes at the output's current end.
+#[allow(clippy::too_many_arguments)]
 fn queue_write(
     server: &Server,
     client: &mut Client,
@@ -326,6 +589,8 @@ fn queue_write(
     slot: u16,
     g: GroupId,
     command: Bytes,
+    touches: Touches,
+    watch: Option<ClusterWatch>,
 ) {
     if client.cluster.cluster.is_none() {
         client.cluster.cluster = server.cluster.get().cloned();
@@ -336,6 +601,12 @@ fn queue_write(
         slot,
         group: g,
         command: for_protocol(out, command),
+        touches,
+        watch,
+        nil: match out.protocol() {
+            resp::Protocol::Resp2 => b"*-1\r\n",
+            resp::Protocol::Resp3 => b"_\r\n",
+        },
     });
 }
 
@@ -350,42 +621,85 @@ fn for_protocol(out: &ReplyWriter, command: Bytes) -> Bytes {
 
 /// Proposes one group's writes as one entry (a batch entry when there are several) and
 /// waits for their replies, in order.
-async fn propose(cl: Arc<Cluster>, group: GroupId, writes: Vec<(u16, Bytes)>) -> Vec<Vec<u8>> {
+/// One write of a connection's batch for one group, as [`propose`] takes it.
+struct Proposal {
+    slot: u16,
+    command: Bytes,
+    touches: Touches,
+    watch: Option<ClusterWatch>,
+    nil: &'static [u8],
+}
+
+/// Proposes `writes` to `group` as one entry and returns their replies in order. Under the
+/// group's [`super::watch::WriteTrack`] lock, an EXEC whose watch broke is answered nil
+/// and left out, and the entry is numbered and handed to Raft.
+async fn propose(cl: Arc<Cluster>, group: GroupId, writes: Vec<Proposal>) -> Vec<Vec<u8>> {
     let n = writes.len();
-    let all = |reply: Vec<u8>| vec![reply; n];
-    let slot = writes[0].0;
+    let slot = writes[0].slot;
     let Some(h) = cl.handle(group) else {
-        return all(moved_bytes(&cl, slot, cl.redirect_target(group)));
+        return vec![moved_bytes(&cl, slot, cl.redirect_target(group)); n];
     };
-    let command = if n == 1 {
-        writes[0].1.clone()
-    } else {
-        let commands: Vec<Bytes> = writes.iter().map(|(_, c)| c.clone()).collect();
-        super::state_machine::encode_batch(&commands)
-    };
-    let req = Request::new(command, storage::clock::now_ns(), cl.next_seed());
-    let Ok(rx) = h.raft.client_write_ff(req).await else {
-        return all(b"-CLUSTERDOWN The cluster is down\r\n".to_vec());
-    };
-    match tokio::time::timeout(cl.op_timeout, rx).await {
-        Ok(Ok(Ok(r))) if n == 1 => vec![r.data.0.to_vec()],
-        Ok(Ok(Ok(r))) => super::state_machine::split_batch_reply(&r.data.0, n),
-        // Not appended (or truncated): each command goes where the leader is now.
-        Ok(Ok(Err(raft::openraft::error::ClientWriteError::ForwardToLeader(f)))) => writes
-            .iter()
-            .map(|(slot, _)| moved_bytes(&cl, *slot, f.leader_id))
-            .collect(),
-        Ok(Ok(Err(e))) => all(format!("-CLUSTERDOWN {e}\r\n").into_bytes()),
-        // The entry may be in the log already: the outcome is unknown, so these are not
-        // TRYAGAIN (which clients retry on their own, applying it twice).
-        Ok(Err(_)) => all(
-            b"-ERR the node stopped before the write was confirmed; it may still apply\r\n"
-                .to_vec(),
-        ),
-        Err(_) => {
-            all(b"-TIMEOUT the write was not confirmed in time; it may still apply\r\n".to_vec())
+    let mut replies: Vec<Option<Vec<u8>>> = vec![None; n];
+    let mut track = h.track.lock().await;
+    let term = cl.leadership(group).term;
+    let now = storage::clock::now_ns();
+    let mut live = Vec::with_capacity(n);
+    for (i, w) in writes.iter().enumerate() {
+        match &w.watch {
+            Some(watch) if watch.broken(&track, term, now) => replies[i] = Some(w.nil.to_vec()),
+            _ => live.push(i),
         }
     }
+    if !live.is_empty() {
+        let seq = track.propose(live.iter().map(|&i| &writes[i].touches));
+        let command = if live.len() == 1 {
+            writes[live[0]].command.clone()
+        } else {
+            let commands: Vec<Bytes> = live.iter().map(|&i| writes[i].command.clone()).collect();
+            super::state_machine::encode_batch(&commands)
+        };
+        let req = Request::new(command, now, cl.next_seed());
+        let sent = h.raft.client_write_ff(req).await;
+        drop(track);
+        let got: Vec<Vec<u8>> = match sent {
+            Err(_) => vec![b"-CLUSTERDOWN The cluster is down\r\n".to_vec(); live.len()],
+            Ok(rx) => match tokio::time::timeout(cl.op_timeout, rx).await {
+                Ok(Ok(Ok(r))) => {
+                    h.track.lock().await.applied(seq);
+                    if live.len() == 1 {
+                        vec![r.data.0.to_vec()]
+                    } else {
+                        super::state_machine::split_batch_reply(&r.data.0, live.len())
+                    }
+                }
+                // Not appended (or truncated): each command goes where the leader is now.
+                Ok(Ok(Err(raft::openraft::error::ClientWriteError::ForwardToLeader(f)))) => live
+                    .iter()
+                    .map(|&i| moved_bytes(&cl, writes[i].slot, f.leader_id))
+                    .collect(),
+                Ok(Ok(Err(e))) => vec![format!("-CLUSTERDOWN {e}\r\n").into_bytes(); live.len()],
+                // The entry may be in the log already: the outcome is unknown, so these are
+                // not TRYAGAIN (which clients retry on their own, applying it twice).
+                Ok(Err(_)) => vec![
+                    b"-ERR the node stopped before the write was confirmed; it may still apply\r\n"
+                        .to_vec();
+                    live.len()
+                ],
+                Err(_) => vec![
+                    b"-TIMEOUT the write was not confirmed in time; it may still apply\r\n"
+                        .to_vec();
+                    live.len()
+                ],
+            },
+        };
+        for (&i, r) in live.iter().zip(got) {
+            replies[i] = Some(r);
+        }
+    }
+    replies
+        .into_iter()
+        .map(|r| r.unwrap_or_else(|| b"-ERR the write task failed\r\n".to_vec()))
+        .collect()
 }
 
 /// [`moved`] as reply bytes.
@@ -399,14 +713,14 @@ pub(crate) async fn drain(client: &mut Client, out: &mut ReplyWriter) {
     if client.cluster.pending.is_empty() {
         return;
     }
-    let pending = std::mem::take(&mut client.cluster.pending);
+    let mut pending = std::mem::take(&mut client.cluster.pending);
     let Some(cl) = client.cluster.cluster.clone() else {
         return;
     };
     // Which groups, in first-seen order, and each write's place in its group's batch.
-    let mut groups: Vec<(GroupId, Vec<(u16, Bytes)>)> = Vec::new();
+    let mut groups: Vec<(GroupId, Vec<Proposal>)> = Vec::new();
     let mut place = Vec::with_capacity(pending.len());
-    for p in &pending {
+    for p in &mut pending {
         let gi = match groups.iter().position(|(g, _)| *g == p.group) {
             Some(i) => i,
             None => {
@@ -415,7 +729,13 @@ pub(crate) async fn drain(client: &mut Client, out: &mut ReplyWriter) {
             }
         };
         place.push((gi, groups[gi].1.len()));
-        groups[gi].1.push((p.slot, p.command.clone()));
+        groups[gi].1.push(Proposal {
+            slot: p.slot,
+            command: p.command.clone(),
+            touches: std::mem::replace(&mut p.touches, Touches::Any),
+            watch: p.watch.take(),
+            nil: p.nil,
+        });
     }
     // Proposing only queues the entry, so every group's entry is in flight before the
     // first reply is awaited.

@@ -1,0 +1,139 @@
+//! Blocking list and sorted-set pops in cluster mode (BLPOP, BRPOP, BLMOVE, BRPOPLPUSH,
+//! BLMPOP, BZPOPMIN, BZPOPMAX, BZMPOP).
+//!
+//! A pop is a write, so it goes through the group's log like any other: the leader
+//! proposes the command, and every replica applies it without blocking (an empty key gives
+//! the command's timeout reply). When that reply is the nil of "nothing to pop", the
+//! connection waits on its leader for a write to one of the keys (every applied write,
+//! inside EXEC and scripts too, wakes the connections waiting on its keys through
+//! `ctx::note_key_written` and [`KeyWaiters`]) and proposes the pop again,
+//! until it pops something, its timeout passes, or the client goes away. A connection is
+//! registered before its first proposal, so a push applied in between is not missed.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use parking_lot::Mutex;
+use tokio::sync::Notify;
+
+/// Connections waiting for writes to keys.
+#[derive(Default)]
+pub struct KeyWaiters {
+    map: Mutex<HashMap<Vec<u8>, Vec<Arc<Notify>>>>,
+    count: AtomicUsize,
+}
+
+impl KeyWaiters {
+    /// True while any connection waits (the apply path's fast check).
+    pub fn active(&self) -> bool {
+        self.count.load(Ordering::SeqCst) > 0
+    }
+
+    /// Wakes `n` on every write to one of `keys` (a wake while nobody waits is kept).
+    pub fn register(&self, keys: &[Vec<u8>], n: &Arc<Notify>) {
+        let mut m = self.map.lock();
+        for k in keys {
+            m.entry(k.clone()).or_default().push(n.clone());
+        }
+        self.count.fetch_add(1, Ordering::SeqCst);
+    }
+
+    /// Undoes [`KeyWaiters::register`].
+    pub fn unregister(&self, keys: &[Vec<u8>], n: &Arc<Notify>) {
+        let mut m = self.map.lock();
+        for k in keys {
+            if let Some(list) = m.get_mut(k) {
+                list.retain(|x| !Arc::ptr_eq(x, n));
+                if list.is_empty() {
+                    m.remove(k);
+                }
+            }
+        }
+        self.count.fetch_sub(1, Ordering::SeqCst);
+    }
+
+    /// `key` was written: wake whoever waits on it.
+    pub fn written(&self, key: &[u8]) {
+        if let Some(list) = self.map.lock().get(key) {
+            for n in list {
+                n.notify_one();
+            }
+        }
+    }
+}
+
+/// The blocking pops cluster mode serves, and where their timeout argument is.
+pub fn timeout_arg(name: &str, argc: usize) -> Option<usize> {
+    match name {
+        "blpop" | "brpop" | "bzpopmin" | "bzpopmax" | "brpoplpush" | "blmove" => Some(argc - 1),
+        "blmpop" | "bzmpop" => Some(1),
+        _ => None,
+    }
+}
+
+/// The deadline of a timeout argument in seconds (`0`: none); `None` when it does not
+/// parse (the command itself has already answered such a timeout with an error).
+pub fn deadline(arg: &[u8]) -> Option<Option<Instant>> {
+    let secs: f64 = std::str::from_utf8(arg).ok()?.parse().ok()?;
+    if !secs.is_finite() || secs < 0.0 {
+        return None;
+    }
+    if secs == 0.0 {
+        return Some(None);
+    }
+    Some(Some(
+        Instant::now() + Duration::try_from_secs_f64(secs).unwrap_or(Duration::MAX / 4),
+    ))
+}
+
+/// Whether a reply is a nil (RESP2 null array or bulk, RESP3 null): a pop found nothing.
+pub fn is_nil(reply: &[u8]) -> bool {
+    matches!(reply, b"*-1\r\n" | b"$-1\r\n" | b"_\r\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn waiters_wake_on_their_keys_only() {
+        let w = KeyWaiters::default();
+        let n = Arc::new(Notify::new());
+        w.register(&[b"a".to_vec(), b"b".to_vec()], &n);
+        assert!(w.active());
+        w.written(b"c");
+        w.written(b"b");
+        // The wake is kept as a permit until the waiter looks.
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            tokio::time::timeout(Duration::from_secs(1), n.notified())
+                .await
+                .expect("woken by b");
+            assert!(
+                tokio::time::timeout(Duration::from_millis(20), n.notified())
+                    .await
+                    .is_err(),
+                "c woke nobody"
+            );
+        });
+        w.unregister(&[b"a".to_vec(), b"b".to_vec()], &n);
+        assert!(!w.active() && w.map.lock().is_empty());
+    }
+
+    #[test]
+    fn timeouts_and_nils() {
+        assert_eq!(timeout_arg("blpop", 4), Some(3));
+        assert_eq!(timeout_arg("bzmpop", 5), Some(1));
+        assert_eq!(timeout_arg("xreadgroup", 9), None);
+        assert_eq!(deadline(b"0"), Some(None));
+        assert!(deadline(b"0.5").unwrap().is_some());
+        assert_eq!(deadline(b"-1"), None);
+        assert_eq!(deadline(b"x"), None);
+        assert!(is_nil(b"*-1\r\n") && is_nil(b"_\r\n") && !is_nil(b"*2\r\n"));
+    }
+}
