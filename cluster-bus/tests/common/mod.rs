@@ -241,9 +241,11 @@ impl Cluster {
     }
 
     /// Writes through group `g`'s leader until acknowledged; returns the entry's log index.
+    /// A failed try waits a little: a restarted node may report itself leader (its old
+    /// committed vote) until it hears the new term, and refuses writes meanwhile.
     pub async fn write(&mut self, g: GroupId, command: Bytes) -> u64 {
         let request = self.request(command);
-        for _ in 0..50 {
+        for _ in 0..250 {
             let leader = self.leader(g).await;
             let raft = self.raft(leader, g);
             match tokio::time::timeout(Duration::from_secs(5), raft.client_write(request.clone()))
@@ -253,6 +255,7 @@ impl Cluster {
                 Ok(Err(e)) => tracing::info!("write via {leader} failed: {e}; retrying"),
                 Err(_) => tracing::info!("write via {leader} timed out; retrying"),
             }
+            tokio::time::sleep(Duration::from_millis(20)).await;
         }
         panic!("write to {g} never acknowledged");
     }
