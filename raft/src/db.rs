@@ -251,4 +251,13 @@ impl RaftDb {
         self.db.write_opt(batch, &opts)?;
         Ok(())
     }
+
+    /// Writes a batch atomically without waiting for an fsync: it survives a process crash
+    /// (it is in the WAL, in the OS's page cache) and reaches the disk with the next
+    /// fsync. The WAL keeps write order, so after a power loss what survives is a prefix
+    /// of the writes: this one is never on disk without every write before it.
+    pub(crate) fn write_lazy(&self, batch: WriteBatch) -> Result<(), Error> {
+        self.db.write_opt(batch, &WriteOptions::default())?;
+        Ok(())
+    }
 }

@@ -225,8 +225,21 @@ impl RaftLogStorage<TypeConfig> for RocksLogStore {
             .map_err(|e| storage_err(ErrorSubject::Vote, ErrorVerb::Read, e))
     }
 
+    /// The committed log id is a hint (a restarted node applies up to it at once, before
+    /// it hears a leader), not a promise Raft's safety rests on: it is written without an
+    /// fsync of its own, which would stall the group's task on every commit. A hint lost
+    /// in a power failure is an older one, and the entries it covers were written before it.
     async fn save_committed(&mut self, committed: Option<LogId>) -> Result<(), StorageError> {
-        self.save_meta(codec::META_COMMITTED, "committed log id", &committed)
+        let mut batch = WriteBatch::default();
+        self.db
+            .put_meta(
+                &mut batch,
+                self.group,
+                codec::META_COMMITTED,
+                "committed log id",
+                &committed,
+            )
+            .and_then(|()| self.db.write_lazy(batch))
             .map_err(|e| storage_err(ErrorSubject::Store, ErrorVerb::Write, e))
     }
 
