@@ -428,16 +428,76 @@ def test_blocking_pops(cluster):
         r = n.client()
         r.execute_command("READONLY")
         assert r.lrange("{b}d", 0, -1) == [b"v"] and r.llen("{b}q") == 0
-    # Elsewhere: MOVED; streams still refuse to block.
+    # Elsewhere: MOVED.
     other = next(n for n in cluster.nodes if n is not owner)
     with pytest.raises(MovedError):
         other.client().blpop(["{b}l"], 1)
-    with pytest.raises(redis.ResponseError, match="not supported"):
-        c.execute_command("XREADGROUP", "GROUP", "g", "c", "BLOCK", "10", "STREAMS", "{b}x", ">")
-    with pytest.raises(redis.ResponseError, match="not supported"):
-        c.execute_command("XREAD", "BLOCK", "10", "STREAMS", "{b}x", "$")
-    c.xadd("{b}x", {"f": "v"}, id="1-1")
-    assert c.xread({"{b}x": "0"}) == [[b"{b}x", [(b"1-1", {b"f": b"v"})]]]
+
+
+def test_blocking_stream_reads(cluster):
+    owner = cluster.leader_of("{x}s")
+    c = owner.client()
+    got = {}
+
+    def wait(name, fn, r=None):
+        got[name] = fn(r or owner.client())
+
+    def after(fn, *args):
+        t = threading.Thread(target=wait, args=args)
+        t.start()
+        time.sleep(0.3)
+        t0 = time.monotonic()
+        fn()
+        t.join(6)
+        assert not t.is_alive()
+        return time.monotonic() - t0
+
+    # XREAD BLOCK $: nothing yet, then an XADD through another node's client wakes it
+    # with that entry only.
+    c.xadd("{x}s", {"f": "old"}, id="1-1")
+    t0 = time.monotonic()
+    assert not c.xread({"{x}s": "$"}, block=300)     # redis-py: [] for the nil
+    assert time.monotonic() - t0 >= 0.25
+    took = after(lambda: cluster.rc().xadd("{x}s", {"f": "new"}, id="2-1"),
+                 "xread", lambda r: r.xread({"{x}s": "$", "{x}t": "$"}, block=5000))
+    assert got["xread"] == [[b"{x}s", [(b"2-1", {b"f": b"new"})]]] and took < 2
+    # A stream created while waiting (XREAD BLOCK 0: no timeout) serves the waiter too.
+    after(lambda: c.xadd("{x}t", {"a": "1"}, id="5-1"),
+          "new", lambda r: r.xread({"{x}t": "$"}, block=0))
+    assert got["new"] == [[b"{x}t", [(b"5-1", {b"a": b"1"})]]]
+    # XREADGROUP BLOCK is a write: the leader proposes it again on each XADD, and every
+    # replica records the same delivery in the group's pending list.
+    c.xgroup_create("{x}s", "g", id="$")
+    t0 = time.monotonic()
+    assert not c.xreadgroup("g", "alice", {"{x}s": ">"}, block=200)
+    assert time.monotonic() - t0 >= 0.15
+    after(lambda: c.xadd("{x}s", {"f": "grp"}, id="3-1"),
+          "group", lambda r: r.xreadgroup("g", "alice", {"{x}s": ">"}, count=1, block=5000))
+    assert got["group"] == [[b"{x}s", [(b"3-1", {b"f": b"grp"})]]]
+    for n in cluster.alive():
+        r = n.client()
+        r.execute_command("READONLY")
+        deadline = time.monotonic() + 5
+        while r.xpending("{x}s", "g")["pending"] != 1:
+            assert time.monotonic() < deadline, n.port
+            time.sleep(0.05)
+    # A READONLY connection blocks on a replica and is served by the writes it applies.
+    replica = next(n for n in cluster.nodes if n is not owner)
+    ro = replica.client()
+    ro.execute_command("READONLY")
+    after(lambda: c.xadd("{x}s", {"f": "ro"}, id="4-1"),
+          "ro", lambda r: r.xread({"{x}s": "3-1"}, block=5000), ro)
+    assert got["ro"] == [[b"{x}s", [(b"4-1", {b"f": b"ro"})]]]
+    # Elsewhere, without READONLY: MOVED, for the read and the group read.
+    with pytest.raises(MovedError):
+        replica.client().xread({"{x}s": "$"}, block=100)
+    with pytest.raises(MovedError):
+        replica.client().xreadgroup("g", "bob", {"{x}s": ">"}, block=100)
+    # Bad BLOCK values are the command's own errors.
+    with pytest.raises(redis.ResponseError, match="timeout is negative"):
+        c.execute_command("XREADGROUP", "GROUP", "g", "c", "BLOCK", "-1", "STREAMS", "{x}s", ">")
+    with pytest.raises(redis.ResponseError, match="not an integer"):
+        c.execute_command("XREAD", "BLOCK", "x", "STREAMS", "{x}s", "$")
 
 
 def test_watch_in_one_slot(cluster):

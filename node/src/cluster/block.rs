@@ -1,5 +1,11 @@
-//! Blocking list and sorted-set pops in cluster mode (BLPOP, BRPOP, BLMOVE, BRPOPLPUSH,
-//! BLMPOP, BZPOPMIN, BZPOPMAX, BZMPOP).
+//! Blocking commands in cluster mode: the pops (BLPOP, BRPOP, BLMOVE, BRPOPLPUSH, BLMPOP,
+//! BZPOPMIN, BZPOPMAX, BZMPOP) and XREADGROUP ... BLOCK, which are writes, and XREAD ...
+//! BLOCK, which is a read.
+//!
+//! XREAD ... BLOCK runs on the node it reached (the leader, or any node for a READONLY
+//! connection) and blocks there as in single-node mode: every write this node applies
+//! serves the XREADs waiting on its keys (`state_machine::execute_on`). A read that waits
+//! for a write it then sees needs no further leadership check.
 //!
 //! A pop is a write, so it goes through the group's log like any other: the leader
 //! proposes the command, and every replica applies it without blocking (an empty key gives
@@ -73,6 +79,43 @@ pub fn timeout_arg(name: &str, argc: usize) -> Option<usize> {
     }
 }
 
+/// Where XREAD's or XREADGROUP's BLOCK milliseconds are (an option before STREAMS), if
+/// it blocks.
+pub fn stream_block_arg<'a>(args: impl IntoIterator<Item = &'a [u8]>) -> Option<usize> {
+    let args: Vec<&[u8]> = args.into_iter().collect();
+    let mut i = 1;
+    while i + 1 < args.len() {
+        let a = args[i];
+        if a.eq_ignore_ascii_case(b"streams") {
+            return None;
+        }
+        if a.eq_ignore_ascii_case(b"block") {
+            return Some(i + 1);
+        }
+        // GROUP's name and consumer, COUNT's number: values, not options.
+        i += if a.eq_ignore_ascii_case(b"group") {
+            3
+        } else if a.eq_ignore_ascii_case(b"count") {
+            2
+        } else {
+            1
+        };
+    }
+    None
+}
+
+/// The deadline of a BLOCK argument in milliseconds (`0`: none); `None` when it does not
+/// parse.
+pub fn deadline_ms(arg: &[u8]) -> Option<Option<Instant>> {
+    let ms: u64 = std::str::from_utf8(arg).ok()?.parse().ok()?;
+    if ms == 0 {
+        return Some(None);
+    }
+    Some(Some(
+        Instant::now() + Duration::from_millis(ms.min(365 * 24 * 3600 * 1000)),
+    ))
+}
+
 /// The deadline of a timeout argument in seconds (`0`: none); `None` when it does not
 /// parse (the command itself has already answered such a timeout with an error).
 pub fn deadline(arg: &[u8]) -> Option<Option<Instant>> {
@@ -135,5 +178,24 @@ mod tests {
         assert_eq!(deadline(b"-1"), None);
         assert_eq!(deadline(b"x"), None);
         assert!(is_nil(b"*-1\r\n") && is_nil(b"_\r\n") && !is_nil(b"*2\r\n"));
+    }
+
+    #[test]
+    fn stream_block_options() {
+        let args = |s: &str| {
+            s.split(' ')
+                .map(|a| a.as_bytes().to_vec())
+                .collect::<Vec<_>>()
+        };
+        let at = |s: &str| stream_block_arg(args(s).iter().map(Vec::as_slice));
+        assert_eq!(at("XREAD COUNT 2 BLOCK 100 STREAMS s $"), Some(4));
+        assert_eq!(at("XREADGROUP GROUP g c BLOCK 0 STREAMS s >"), Some(5));
+        assert_eq!(at("XREAD STREAMS block 0"), None);
+        assert_eq!(at("XREADGROUP GROUP block c STREAMS s >"), None);
+        assert_eq!(at("XREAD COUNT 1 STREAMS s 0"), None);
+        assert_eq!(deadline_ms(b"0"), Some(None));
+        assert!(deadline_ms(b"250").unwrap().is_some());
+        assert_eq!(deadline_ms(b"-1"), None);
+        assert_eq!(deadline_ms(b"1.5"), None);
     }
 }

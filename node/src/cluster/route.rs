@@ -77,11 +77,12 @@ pub enum Routed {
     Local,
     /// Done: the reply is written (or pending); the result is the command's.
     Done(CmdResult),
-    /// A blocking pop found nothing: wait for its keys ([`wait_pop`]).
+    /// A blocking write found nothing: wait for its keys ([`wait_pop`]).
     Block(ClusterBlock),
 }
 
-/// A blocking pop waiting on its keys (registered in [`Cluster::waiters`]).
+/// A blocking write (a pop, XREADGROUP ... BLOCK) waiting on its keys (registered in
+/// [`Cluster::waiters`]).
 pub struct ClusterBlock {
     cl: Arc<Cluster>,
     keys: Vec<Vec<u8>>,
@@ -204,15 +205,16 @@ pub(crate) async fn route(
             "CROSSSLOT Keys in request don't hash to the same slot",
         )));
     }
-    let pop = write && spec.has(flags::BLOCKING);
-    if spec.has(flags::BLOCKING) && super::block::timeout_arg(name, args.len()).is_none() {
-        // XREAD and XREADGROUP block only with a BLOCK option (before STREAMS and the keys).
-        let blocks = !name.starts_with("xread")
-            || args
-                .iter()
-                .take_while(|a| !a.eq_ignore_ascii_case(b"streams"))
-                .any(|a| a.eq_ignore_ascii_case(b"block"));
-        if blocks {
+    // A blocking write's timeout: (argument, in milliseconds?). Pops take seconds;
+    // XREADGROUP blocks only with a BLOCK option (before STREAMS). XREAD ... BLOCK is a
+    // read: it blocks on this node's keyspace, served by the writes this node applies.
+    let mut wait_arg = None;
+    if spec.has(flags::BLOCKING) {
+        if let Some(t) = super::block::timeout_arg(name, args.len()) {
+            wait_arg = Some((t, false));
+        } else if name.starts_with("xread") {
+            wait_arg = super::block::stream_block_arg(args.iter()).map(|t| (t, true));
+        } else {
             return Routed::Done(Err(CmdError::err(format!(
                 "blocking command '{name}' is not supported in Ember cluster mode yet"
             ))));
@@ -236,9 +238,9 @@ pub(crate) async fn route(
         } else {
             Touches::Buckets(keys.iter().map(|&p| bucket(args.arg(p))).collect())
         };
-        if let Some(t) = super::block::timeout_arg(name, args.len()).filter(|_| pop) {
+        if let Some(wait) = wait_arg {
             return route_pop(
-                server, client, out, mark, args, &keys, t, slot, g, command, touches,
+                server, client, out, mark, args, &keys, wait, slot, g, command, touches,
             )
             .await;
         }
@@ -270,9 +272,10 @@ pub(crate) async fn route(
     }
 }
 
-/// A blocking pop on the leader of its keys: registered on its keys, then proposed (after
-/// this connection's earlier writes); answered at once when it popped something (or
-/// failed), else it waits ([`Routed::Block`]).
+/// A blocking write (a pop, XREADGROUP ... BLOCK) on the leader of its keys: registered
+/// on its keys, then proposed (after this connection's earlier writes); answered at once
+/// when it took something (or failed), else it waits ([`Routed::Block`]). `wait` is its
+/// timeout argument and whether that is in milliseconds (else seconds).
 #[allow(clippy::too_many_arguments)]
 async fn route_pop(
     server: &Server,
@@ -281,7 +284,7 @@ async fn route_pop(
     mark: &mut usize,
     args: Args<'_>,
     keys: &[usize],
-    timeout_at: usize,
+    wait: (usize, bool),
     slot: u16,
     g: GroupId,
     command: Bytes,
@@ -312,7 +315,10 @@ async fn route_pop(
         touches,
     };
     let reply = propose_one(&b).await;
-    let deadline = super::block::deadline(args.arg(timeout_at));
+    let deadline = match wait {
+        (at, true) => super::block::deadline_ms(args.arg(at)),
+        (at, false) => super::block::deadline(args.arg(at)),
+    };
     match deadline {
         Some(d) if super::block::is_nil(&reply) => {
             b.deadline = d;

@@ -282,9 +282,14 @@ fn execute_on(
         out.clear();
         out.error(&e.to_string());
     }
-    // Blocked clients are not served from here: a pop for them is a write of its own that
-    // must go through the log (cluster mode's router proposes it).
     client.block_request = None;
+    // The clients blocked on this node's keyspace are XREAD ... BLOCK reads (pops and
+    // XREADGROUP are writes that wait in the router and propose themselves again; see
+    // `cluster::block`): serve them the entries this write added.
+    if !client.ready_keys.is_empty() {
+        let _gate = stats.gate.lock();
+        server.blocking.serve(server, stats, &mut client.ready_keys);
+    }
     client.ready_keys.clear();
 }
 
