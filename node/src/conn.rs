@@ -398,6 +398,18 @@ impl Conn {
             };
             tokio::select! {
                 _ = b.notify.notified() => {
+                    match b.unblocked.load(Relaxed) {
+                        crate::cluster::block::UNBLOCK_TIMEOUT => {
+                            self.out.buffer_mut().extend_from_slice(&b.on_timeout);
+                            return Ok(false);
+                        }
+                        crate::cluster::block::UNBLOCK_ERROR => {
+                            self.out.error("UNBLOCKED client unblocked via CLIENT UNBLOCK");
+                            WorkerStats::add(&self.stats.error_replies, 1);
+                            return Ok(false);
+                        }
+                        _ => {}
+                    }
                     if let Some(reply) = b.retry().await {
                         self.out.buffer_mut().extend_from_slice(&reply);
                         return Ok(false);

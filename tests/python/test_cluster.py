@@ -428,10 +428,40 @@ def test_blocking_pops(cluster):
         r = n.client()
         r.execute_command("READONLY")
         assert r.lrange("{b}d", 0, -1) == [b"v"] and r.llen("{b}q") == 0
+    # CLIENT UNBLOCK reaches a waiting pop (TIMEOUT: its nil; ERROR: -UNBLOCKED), and
+    # INFO counts it among blocked_clients.
+    for reason, expect in (("TIMEOUT", None), ("ERROR", "UNBLOCKED")):
+        w = owner.client(single_connection_client=True)
+        wid = w.client_id()
+        t = threading.Thread(target=wait, args=(reason, lambda r, w=w: _outcome(
+            lambda: w.blpop(["{b}u"], 0))))
+        t.start()
+        deadline = time.monotonic() + 5
+        while c.info("clients")["blocked_clients"] < 1:
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        assert c.client_unblock(wid, error=reason == "ERROR") == 1
+        t.join(5)
+        assert not t.is_alive()
+        if expect is None:
+            assert got[reason] is None
+        else:
+            assert expect in str(got[reason])
+        assert c.client_unblock(wid) == 0       # not waiting any more
+        w.close()
+    assert c.info("clients")["blocked_clients"] == 0
     # Elsewhere: MOVED.
     other = next(n for n in cluster.nodes if n is not owner)
     with pytest.raises(MovedError):
         other.client().blpop(["{b}l"], 1)
+
+
+def _outcome(fn):
+    """fn()'s result, or the error it raised."""
+    try:
+        return fn()
+    except redis.RedisError as e:
+        return e
 
 
 def test_blocking_stream_reads(cluster):

@@ -17,7 +17,7 @@
 //! registered before its first proposal, so a push applied in between is not missed.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -27,9 +27,24 @@ use tokio::sync::Notify;
 /// Connections waiting for writes to keys.
 #[derive(Default)]
 pub struct KeyWaiters {
-    map: Mutex<HashMap<Vec<u8>, Vec<Arc<Notify>>>>,
+    inner: Mutex<Inner>,
     count: AtomicUsize,
 }
+
+/// [`KeyWaiters`]' maps.
+#[derive(Default)]
+struct Inner {
+    /// Who waits on each key.
+    by_key: HashMap<Vec<u8>, Vec<Arc<Notify>>>,
+    /// Each waiting client's wake-up and CLIENT UNBLOCK reason ([`UNBLOCK_TIMEOUT`],
+    /// [`UNBLOCK_ERROR`]; 0 while none).
+    by_client: HashMap<u64, (Arc<Notify>, Arc<AtomicU8>)>,
+}
+
+/// CLIENT UNBLOCK id TIMEOUT: the waiter answers as if its timeout passed.
+pub const UNBLOCK_TIMEOUT: u8 = 1;
+/// CLIENT UNBLOCK id ERROR: the waiter answers `-UNBLOCKED`.
+pub const UNBLOCK_ERROR: u8 = 2;
 
 impl KeyWaiters {
     /// True while any connection waits (the apply path's fast check).
@@ -37,35 +52,57 @@ impl KeyWaiters {
         self.count.load(Ordering::SeqCst) > 0
     }
 
-    /// Wakes `n` on every write to one of `keys` (a wake while nobody waits is kept).
-    pub fn register(&self, keys: &[Vec<u8>], n: &Arc<Notify>) {
-        let mut m = self.map.lock();
+    /// How many connections wait (INFO's blocked_clients).
+    pub fn waiting(&self) -> usize {
+        self.count.load(Ordering::SeqCst)
+    }
+
+    /// Wakes `n` on every write to one of `keys`, or on CLIENT UNBLOCK of client `id`
+    /// (which sets `reason`); a wake while nobody waits is kept.
+    pub fn register(&self, id: u64, keys: &[Vec<u8>], n: &Arc<Notify>, reason: &Arc<AtomicU8>) {
+        let mut m = self.inner.lock();
         for k in keys {
-            m.entry(k.clone()).or_default().push(n.clone());
+            m.by_key.entry(k.clone()).or_default().push(n.clone());
         }
+        m.by_client.insert(id, (n.clone(), reason.clone()));
         self.count.fetch_add(1, Ordering::SeqCst);
     }
 
     /// Undoes [`KeyWaiters::register`].
-    pub fn unregister(&self, keys: &[Vec<u8>], n: &Arc<Notify>) {
-        let mut m = self.map.lock();
+    pub fn unregister(&self, id: u64, keys: &[Vec<u8>], n: &Arc<Notify>) {
+        let mut m = self.inner.lock();
         for k in keys {
-            if let Some(list) = m.get_mut(k) {
+            if let Some(list) = m.by_key.get_mut(k) {
                 list.retain(|x| !Arc::ptr_eq(x, n));
                 if list.is_empty() {
-                    m.remove(k);
+                    m.by_key.remove(k);
                 }
             }
+        }
+        if m.by_client.get(&id).is_some_and(|(x, _)| Arc::ptr_eq(x, n)) {
+            m.by_client.remove(&id);
         }
         self.count.fetch_sub(1, Ordering::SeqCst);
     }
 
     /// `key` was written: wake whoever waits on it.
     pub fn written(&self, key: &[u8]) {
-        if let Some(list) = self.map.lock().get(key) {
+        if let Some(list) = self.inner.lock().by_key.get(key) {
             for n in list {
                 n.notify_one();
             }
+        }
+    }
+
+    /// CLIENT UNBLOCK: wakes client `id` with `reason` if it waits here (true), once.
+    pub fn unblock(&self, id: u64, reason: u8) -> bool {
+        match self.inner.lock().by_client.remove(&id) {
+            Some((n, r)) => {
+                r.store(reason, Ordering::SeqCst);
+                n.notify_one();
+                true
+            }
+            None => false,
         }
     }
 }
@@ -144,7 +181,9 @@ mod tests {
     fn waiters_wake_on_their_keys_only() {
         let w = KeyWaiters::default();
         let n = Arc::new(Notify::new());
-        w.register(&[b"a".to_vec(), b"b".to_vec()], &n);
+        let reason = Arc::new(AtomicU8::new(0));
+        w.register(7, &[b"a".to_vec(), b"b".to_vec()], &n, &reason);
+        assert_eq!(w.waiting(), 1);
         assert!(w.active());
         w.written(b"c");
         w.written(b"b");
@@ -164,8 +203,19 @@ mod tests {
                 "c woke nobody"
             );
         });
-        w.unregister(&[b"a".to_vec(), b"b".to_vec()], &n);
-        assert!(!w.active() && w.map.lock().is_empty());
+        // CLIENT UNBLOCK reaches the registered client once, and no other.
+        assert!(!w.unblock(8, UNBLOCK_ERROR));
+        assert!(w.unblock(7, UNBLOCK_ERROR));
+        assert_eq!(reason.load(Ordering::SeqCst), UNBLOCK_ERROR);
+        assert!(!w.unblock(7, UNBLOCK_TIMEOUT));
+        rt.block_on(async {
+            tokio::time::timeout(Duration::from_secs(1), n.notified())
+                .await
+                .expect("woken by CLIENT UNBLOCK");
+        });
+        w.unregister(7, &[b"a".to_vec(), b"b".to_vec()], &n);
+        let m = w.inner.lock();
+        assert!(!w.active() && m.by_key.is_empty() && m.by_client.is_empty());
     }
 
     #[test]

@@ -85,9 +85,13 @@ pub enum Routed {
 /// [`Cluster::waiters`]).
 pub struct ClusterBlock {
     cl: Arc<Cluster>,
+    /// The waiting client's id (for CLIENT UNBLOCK).
+    id: u64,
     keys: Vec<Vec<u8>>,
-    /// Woken by a write to one of `keys`.
+    /// Woken by a write to one of `keys`, or by CLIENT UNBLOCK.
     pub notify: Arc<tokio::sync::Notify>,
+    /// Set by CLIENT UNBLOCK (`block::UNBLOCK_TIMEOUT` or `UNBLOCK_ERROR`), else 0.
+    pub unblocked: Arc<std::sync::atomic::AtomicU8>,
     /// When to give up (`None`: never).
     pub deadline: Option<std::time::Instant>,
     /// The reply then: the command's own reply when it found nothing.
@@ -110,7 +114,9 @@ impl ClusterBlock {
 
 impl Drop for ClusterBlock {
     fn drop(&mut self) {
-        self.cl.waiters.unregister(&self.keys, &self.notify);
+        self.cl
+            .waiters
+            .unregister(self.id, &self.keys, &self.notify);
     }
 }
 
@@ -297,15 +303,19 @@ async fn route_pop(
     };
     let keys: Vec<Vec<u8>> = keys.iter().map(|&p| args.arg(p).to_vec()).collect();
     let notify = Arc::new(tokio::sync::Notify::new());
-    cl.waiters.register(&keys, &notify);
+    let unblocked = Arc::new(std::sync::atomic::AtomicU8::new(0));
+    let id = client.id();
+    cl.waiters.register(id, &keys, &notify, &unblocked);
     let nil: &'static [u8] = match out.protocol() {
         resp::Protocol::Resp2 => b"*-1\r\n",
         resp::Protocol::Resp3 => b"_\r\n",
     };
     let mut b = ClusterBlock {
         cl,
+        id,
         keys,
         notify,
+        unblocked,
         deadline: None,
         on_timeout: Vec::new(),
         nil,

@@ -740,7 +740,20 @@ fn client_unblock(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
     if args.len() > 4 {
         return Err(CmdError::Syntax);
     }
-    let done = u64::try_from(id).is_ok_and(|id| ctx.server.blocking.unblock(id, error));
+    // A cluster-mode pop or XREADGROUP waits in the router (`cluster::block`), not here.
+    let cluster_unblock = |id| {
+        let reason = if error {
+            crate::cluster::block::UNBLOCK_ERROR
+        } else {
+            crate::cluster::block::UNBLOCK_TIMEOUT
+        };
+        ctx.server
+            .cluster
+            .get()
+            .is_some_and(|cl| cl.waiters.unblock(id, reason))
+    };
+    let done = u64::try_from(id)
+        .is_ok_and(|id| ctx.server.blocking.unblock(id, error) || cluster_unblock(id));
     ctx.out.int(i64::from(done));
     Ok(())
 }

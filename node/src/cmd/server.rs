@@ -588,7 +588,12 @@ pub fn info_text(server: &Server, now: u64, want: impl Fn(&str) -> bool) -> Stri
         kv(&mut s, "connected_clients", server.clients.len());
         kv(&mut s, "cluster_connections", 0);
         kv(&mut s, "maxclients", server.live.maxclients.load(Relaxed));
-        kv(&mut s, "blocked_clients", server.blocking.blocked());
+        let cluster_waiting = server.cluster.get().map_or(0, |cl| cl.waiters.waiting());
+        kv(
+            &mut s,
+            "blocked_clients",
+            server.blocking.blocked() + cluster_waiting,
+        );
         kv(&mut s, "tracking_clients", server.tracking.client_count());
     }
 
