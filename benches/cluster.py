@@ -124,6 +124,7 @@ def failover(tc, kills: int, seed: int) -> None:
     load = tc.WriteLoad(cl, "bench").start()
     time.sleep(1)
     times = []
+    spread = []
     try:
         for k in range(kills):
             key = f"probe:{rnd.randrange(1 << 30)}"
@@ -146,6 +147,20 @@ def failover(tc, kills: int, seed: int) -> None:
                   f"{took:.3f} s", file=sys.stderr, flush=True)
             victim.start()
             cl.wait_ok()
+            # The rebalancer hands the restarted node its share of leaders back (under
+            # the load); the next round starts from a spread cluster.
+            t1 = time.monotonic()
+            while True:
+                counts = tc._leader_counts(cl, 64)
+                if len(counts) == 3 and max(counts.values()) - min(counts.values()) <= 1:
+                    break
+                if time.monotonic() - t1 > 30:
+                    break
+                time.sleep(0.2)
+            spread.append((time.monotonic() - t1, sorted(counts.values())))
+            print(f"  leaders per node {sorted(counts.values())} "
+                  f"{time.monotonic() - t1:.1f} s after the cluster was ok again",
+                  file=sys.stderr, flush=True)
             time.sleep(0.5)
         load.finish()
         load.check()
@@ -153,6 +168,10 @@ def failover(tc, kills: int, seed: int) -> None:
               f"{tc.NODE_TIMEOUT_MS} ms)\n")
         print(f"median {statistics.median(times):.3f} s, max {max(times):.3f} s, "
               f"min {min(times):.3f} s")
+        balanced = [t for t, c in spread if c[-1] - c[0] <= 1]
+        print(f"\nleaders spread again (max - min <= 1) after {len(balanced)} of "
+              f"{len(spread)} restarts, median {statistics.median(balanced) if balanced else 0:.1f} s "
+              "after the cluster was ok (the rebalancer)")
         print(f"\nwrite load during the kills: {len(load.acked_sets):,} acknowledged SETs "
               f"and {sum(load.incr_acked):,} INCRs, {load.errors:,} failed calls; "
               "every acknowledged write present afterwards")

@@ -367,6 +367,14 @@ static DIRECTIVES: &[Directive] = &[
         mutable: false,
     },
     Directive {
+        // Leaders drift to the survivors of a failover; with this on, a node that leads
+        // fewer groups than its share takes groups back (see cluster::node::rebalance).
+        name: "cluster-rebalance",
+        kind: Kind::Bool,
+        default: "yes",
+        mutable: false,
+    },
+    Directive {
         name: "cluster-read-mode",
         kind: Kind::Enum(&["lease", "readindex"]),
         default: "lease",

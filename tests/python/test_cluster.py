@@ -811,6 +811,25 @@ def test_kill_leader_under_load(cluster):
     while c.get("kill-probe") != b"after":
         assert time.monotonic() < deadline, "restarted node did not catch up"
         time.sleep(0.1)
+    # It led nothing when it came back; the rebalancer hands it its share again.
+    deadline = time.monotonic() + 30
+    while True:
+        counts = _leader_counts(cluster)
+        if counts.get(victim.port, 0) >= GROUPS // 3 and \
+                max(counts.values()) - min(counts.values()) <= 1 and len(counts) == 3:
+            break
+        assert time.monotonic() < deadline, f"leaders not spread again: {counts}"
+        time.sleep(0.2)
+
+
+def _leader_counts(cluster, groups: int = GROUPS) -> dict[int, int]:
+    """Groups led per node port, from CLUSTER SLOTS (each group is an equal slot range)."""
+    per_group = 16384 // groups
+    counts: dict[int, int] = {}
+    for r in cluster.alive()[0].client().execute_command("CLUSTER", "SLOTS"):
+        port = int(r[2][1])
+        counts[port] = counts.get(port, 0) + (r[1] - r[0] + 1) // per_group
+    return counts
 
 
 def test_sigstop_leader_under_load(cluster):

@@ -354,6 +354,17 @@ impl Cluster {
                 .collect(),
             Duration::from_millis(heartbeat_interval),
         ));
+        if config.get_bool("cluster-rebalance") {
+            rt.spawn(rebalance(
+                me,
+                handles
+                    .iter()
+                    .flatten()
+                    .map(|h| (h.id, h.raft.clone(), h.metrics.clone()))
+                    .collect(),
+                Duration::from_millis(timeout),
+            ));
+        }
         let pongs: Arc<Vec<AtomicU64>> =
             Arc::new(peers.iter().map(|_| AtomicU64::new(0)).collect());
         rt.spawn(ping_peers(
@@ -592,6 +603,101 @@ async fn send_heartbeats(
     }
 }
 
+/// Spreads leadership back after failovers: every `timeout / 10` or so, when another node
+/// leads at least two more of this node's groups than this node does, this node asks for
+/// some of them (half the difference, at most 4 at a time) by starting a Raft election in
+/// each (openraft 0.9 has no leader transfer).
+///
+/// The old leader grants the vote (a leader's own lease ends `election_timeout_max` after
+/// its election) when this node's log is as long as its own, and steps down; this node
+/// and the old leader make a quorum. So only a group whose log this node has fully
+/// applied and that took no entry since the previous look is asked for: one idle for a
+/// moment, whose leader has nothing newer. Were the vote refused anyway, the higher term
+/// ends the old leadership and the group elects as after a failure (one election timeout
+/// without writes). The elections settle before the next count.
+async fn rebalance(me: NodeId, groups: Vec<(GroupId, Raft, Metrics)>, timeout: Duration) {
+    // Short looks: under a light write load a group is often idle for one of them.
+    let every = timeout / 10;
+    // Settle first: the initial elections, or a restart's catching up.
+    tokio::time::sleep(timeout * 3).await;
+    let mut seen: Vec<Option<u64>> = vec![None; groups.len()];
+    loop {
+        let jitter = Duration::from_millis(rand::random::<u64>() % (every.as_millis() as u64 + 1));
+        tokio::time::sleep(every + jitter).await;
+        let metrics: Vec<RaftMetrics<NodeId, Node>> =
+            groups.iter().map(|(_, _, m)| m.borrow().clone()).collect();
+        let views: Vec<GroupView> = metrics
+            .iter()
+            .zip(&seen)
+            .map(|(m, prev)| GroupView {
+                leader: m.current_leader,
+                can_take: m.state == ServerState::Follower
+                    && m.membership_config
+                        .membership()
+                        .voter_ids()
+                        .any(|v| v == me),
+                idle: m.last_log_index.is_some()
+                    && m.last_applied.map(|l| l.index) == m.last_log_index
+                    && *prev == m.last_log_index,
+            })
+            .collect();
+        for (s, m) in seen.iter_mut().zip(&metrics) {
+            *s = m.last_log_index;
+        }
+        for i in rebalance_picks(me, &views) {
+            let m = &metrics[i];
+            tracing::info!(
+                group = %groups[i].0,
+                from = ?m.current_leader,
+                term = m.current_term,
+                "rebalance: asking for leadership"
+            );
+            let _ = groups[i].1.trigger().elect().await;
+        }
+    }
+}
+
+/// A group's Raft metrics, as openraft publishes them.
+type Metrics = watch::Receiver<RaftMetrics<NodeId, Node>>;
+
+/// One group as [`rebalance`] sees it.
+#[derive(Debug, Clone, Copy)]
+struct GroupView {
+    /// Its leader as this node knows it.
+    leader: Option<NodeId>,
+    /// This node is a voting follower of it.
+    can_take: bool,
+    /// This node applied its whole log and it took no entry since the last look.
+    idle: bool,
+}
+
+/// The groups `me` asks for: when the busiest other leader leads two or more groups than
+/// `me` does, half the difference (at most 4) of its idle groups that `me` can take.
+fn rebalance_picks(me: NodeId, views: &[GroupView]) -> Vec<usize> {
+    let mut led: BTreeMap<NodeId, usize> = BTreeMap::new();
+    for l in views.iter().filter_map(|v| v.leader) {
+        *led.entry(l).or_default() += 1;
+    }
+    let mine = led.get(&me).copied().unwrap_or(0);
+    let Some((&busiest, &n)) = led
+        .iter()
+        .filter(|(&l, _)| l != me)
+        .max_by_key(|(&l, &n)| (n, std::cmp::Reverse(l)))
+    else {
+        return Vec::new();
+    };
+    if n < mine + 2 {
+        return Vec::new();
+    }
+    views
+        .iter()
+        .enumerate()
+        .filter(|(_, v)| v.idle && v.can_take && v.leader == Some(busiest))
+        .map(|(i, _)| i)
+        .take(((n - mine) / 2).min(4))
+        .collect()
+}
+
 /// PUBLISH messages waiting for one peer; more are dropped (pub/sub is at most once).
 const PUBLISH_QUEUE: usize = 4096;
 
@@ -670,6 +776,38 @@ pub enum ReadCheck {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn rebalance_takes_half_the_gap_from_the_busiest() {
+        let v = |leader, idle| GroupView {
+            leader: Some(leader),
+            can_take: leader != 1,
+            idle,
+        };
+        // Node 1 came back: 2 leads 5, 3 leads 3, 1 leads none.
+        let views = [
+            v(2, true),
+            v(3, true),
+            v(2, false),
+            v(2, true),
+            v(3, true),
+            v(2, true),
+            v(2, true),
+            v(3, true),
+        ];
+        assert_eq!(rebalance_picks(1, &views), vec![0, 3]); // (5 - 0) / 2, idle ones
+                                                            // Node 3 (3 groups) asks 2 (5 groups) for one.
+        assert_eq!(rebalance_picks(3, &views), vec![0]);
+        // Balanced within one: nobody asks.
+        let even = [v(1, true), v(2, true), v(3, true), v(2, true)];
+        for me in 1..=3 {
+            assert!(rebalance_picks(me, &even).is_empty());
+        }
+        // At most 4 at once; busy groups are left alone.
+        let many: Vec<GroupView> = (0..20).map(|i| v(2, i % 2 == 0)).collect();
+        assert_eq!(rebalance_picks(1, &many), vec![0, 2, 4, 6]);
+        assert!(rebalance_picks(1, &[v(2, false), v(2, false)]).is_empty());
+    }
 
     #[test]
     fn bootstrap_list_parses() {
