@@ -237,7 +237,7 @@ def check_goals(lib, emb, result):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--ember", default=str(Path(os.environ.get("CARGO_TARGET_DIR", ROOT.parent / "target")) / "release" / "ember"))
+    ap.add_argument("--ember", default=str(Path(os.environ.get("CARGO_TARGET_DIR", ROOT / "target")) / "release" / "ember"))
     ap.add_argument("--data", default=str(DATA))
     ap.add_argument("--n", type=int, default=100_000)
     ap.add_argument("--load-clients", type=int, default=2)
