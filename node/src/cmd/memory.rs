@@ -57,12 +57,13 @@ pub fn alloc_class(n: usize) -> usize {
     }
 }
 
-/// One key's slot in its table: the thin key pointer and the entry, plus a control byte.
+/// One key's slot in its table: the key (inline, or its pointer) and the entry, plus a
+/// control byte.
 const SLOT: usize = size_of::<(ThinKey, Entry)>() + 1;
-/// One expiry-index element (deadline and key pointer), before B-tree node overhead.
+/// One expiry-index element (deadline and key), before B-tree node overhead.
 const EXPIRY_ELEM: usize = size_of::<(u64, ThinKey)>();
 
-/// The allocation of a key's bytes (with its length header).
+/// The allocation of a key's bytes (with its length header; none for an inline key).
 fn key_alloc(len: usize) -> usize {
     alloc_class(ThinKey::alloc_len(len))
 }
@@ -405,10 +406,12 @@ mod tests {
         let h = hs.hash_one(&b"key:1"[..]);
         t.insert(h, b"key:1", v, 0, 1);
         let e = t.get_no_touch(h, b"key:1", 1).unwrap();
-        // The key's allocation: its 4-byte length and 5 bytes, size class 16.
-        let key = 16;
-        assert_eq!(ThinKey::alloc_len(5), 9);
-        assert_eq!(SLOT, 48 + 1);
+        // A 5-byte key lives inside the slot: no allocation of its own.
+        let key = 0;
+        assert_eq!(ThinKey::alloc_len(5), 0);
+        assert_eq!(ThinKey::alloc_len(16), 20);
+        assert_eq!(key_alloc(16), 32);
+        assert_eq!(SLOT, 56 + 1);
         assert_eq!(key_usage(b"key:1", e), SLOT + key + 16);
         assert_eq!(freed_by_delete(b"key:1", e), key + 16);
         t.set_expire(h, b"key:1", 100, 1);
