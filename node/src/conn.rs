@@ -278,7 +278,7 @@ async fn recv_message(
 enum Blocked {
     /// Registered with the node's blocking state (single-node mode).
     Local(LocalBlock),
-    /// A cluster-mode pop, proposed again when its keys are written.
+    /// A cluster-mode blocking write, proposed again when its keys are written.
     Cluster(crate::cluster::route::ClusterBlock),
 }
 
@@ -388,8 +388,9 @@ impl Conn {
         }
     }
 
-    /// Waits for a cluster-mode pop's keys to be written and proposes it again, until it
-    /// pops something, times out, or the client goes away (true: close).
+    /// Waits for a cluster-mode blocking write's keys to be written and proposes it again,
+    /// until it takes something, times out, is unblocked, or the client goes away (true:
+    /// close).
     async fn wait_pop(
         &mut self,
         stream: &mut TcpStream,

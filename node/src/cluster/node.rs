@@ -135,7 +135,8 @@ pub struct Cluster {
     pub node_timeout: u64,
     /// Per peer (by id - 1; `None` for this node): the queue of PUBLISH messages to send.
     publish_queues: Vec<Option<tokio::sync::mpsc::Sender<(Bytes, Bytes)>>>,
-    /// Connections blocked in a pop, woken by applied writes to their keys.
+    /// Connections waiting in a blocking write (a pop, XREADGROUP ... BLOCK), woken by
+    /// applied writes to their keys and by CLIENT UNBLOCK.
     pub waiters: super::block::KeyWaiters,
     /// The runtime of the groups and the bus; dropped last.
     rt: tokio::runtime::Runtime,
@@ -795,8 +796,9 @@ mod tests {
             v(2, true),
             v(3, true),
         ];
-        assert_eq!(rebalance_picks(1, &views), vec![0, 3]); // (5 - 0) / 2, idle ones
-                                                            // Node 3 (3 groups) asks 2 (5 groups) for one.
+        // Half of (5 - 0), among the idle ones.
+        assert_eq!(rebalance_picks(1, &views), vec![0, 3]);
+        // Node 3 (3 groups) asks 2 (5 groups) for one.
         assert_eq!(rebalance_picks(3, &views), vec![0]);
         // Balanced within one: nobody asks.
         let even = [v(1, true), v(2, true), v(3, true), v(2, true)];

@@ -270,11 +270,25 @@ pub(crate) async fn route(
             client.cluster.confirmed.push((g, lead.term));
             Routed::Local
         }
-        Err(ReadCheck::NotLeader(l)) => Routed::Done(Err(moved(cl, slot, l))),
-        Err(ReadCheck::Down) => Routed::Done(Err(down())),
-        Err(ReadCheck::Timeout) => Routed::Done(Err(CmdError::raw(
-            "TRYAGAIN leadership could not be confirmed in time",
-        ))),
+        Err(e) => Routed::Done(Err(read_check_error(cl, slot, e))),
+    }
+}
+
+/// The error a client gets when this node could not confirm it still leads `slot`'s
+/// group (reads and WATCH).
+fn read_check_error(cl: &Cluster, slot: u16, e: ReadCheck) -> CmdError {
+    match e {
+        ReadCheck::NotLeader(l) => moved(cl, slot, l),
+        ReadCheck::Down => down(),
+        ReadCheck::Timeout => CmdError::raw("TRYAGAIN leadership could not be confirmed in time"),
+    }
+}
+
+/// The nil a blocking write or an aborted EXEC answers, in `out`'s protocol.
+fn nil_reply(out: &ReplyWriter) -> &'static [u8] {
+    match out.protocol() {
+        resp::Protocol::Resp2 => b"*-1\r\n",
+        resp::Protocol::Resp3 => b"_\r\n",
     }
 }
 
@@ -306,10 +320,7 @@ async fn route_pop(
     let unblocked = Arc::new(std::sync::atomic::AtomicU8::new(0));
     let id = client.id();
     cl.waiters.register(id, &keys, &notify, &unblocked);
-    let nil: &'static [u8] = match out.protocol() {
-        resp::Protocol::Resp2 => b"*-1\r\n",
-        resp::Protocol::Resp3 => b"_\r\n",
-    };
+    let nil = nil_reply(out);
     let mut b = ClusterBlock {
         cl,
         id,
@@ -448,16 +459,9 @@ async fn route_watch(
     // This connection's own earlier writes come before the watch point.
     drain(client, out).await;
     *mark = out.len();
-    match cl.confirm_leader(h, lead.term).await {
-        Ok(()) => {}
-        Err(ReadCheck::NotLeader(l)) => return Err(moved(cl, slot, l)),
-        Err(ReadCheck::Down) => return Err(down()),
-        Err(ReadCheck::Timeout) => {
-            return Err(CmdError::raw(
-                "TRYAGAIN leadership could not be confirmed in time",
-            ))
-        }
-    }
+    cl.confirm_leader(h, lead.term)
+        .await
+        .map_err(|e| read_check_error(cl, slot, e))?;
     let since = h.track.lock().await.applied_seq();
     let now = storage::clock::now_ns();
     let deadline = keys
@@ -479,7 +483,6 @@ async fn route_watch(
         w => {
             *w = Some(ClusterWatch {
                 slot,
-                group: g,
                 term: lead.term,
                 since,
                 buckets: buckets.collect(),
@@ -619,10 +622,7 @@ fn queue_write(
         command: for_protocol(out, command),
         touches,
         watch,
-        nil: match out.protocol() {
-            resp::Protocol::Resp2 => b"*-1\r\n",
-            resp::Protocol::Resp3 => b"_\r\n",
-        },
+        nil: nil_reply(out),
     });
 }
 
@@ -635,8 +635,6 @@ fn for_protocol(out: &ReplyWriter, command: Bytes) -> Bytes {
     }
 }
 
-/// Proposes one group's writes as one entry (a batch entry when there are several) and
-/// waits for their replies, in order.
 /// One write of a connection's batch for one group, as [`propose`] takes it.
 struct Proposal {
     slot: u16,

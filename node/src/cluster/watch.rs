@@ -17,8 +17,6 @@
 
 use std::hash::BuildHasher;
 
-use raft::GroupId;
-
 /// Hash buckets of a group's keys.
 const BUCKETS: usize = 4096;
 
@@ -97,8 +95,6 @@ impl WriteTrack {
 pub struct ClusterWatch {
     /// The keys' slot.
     pub slot: u16,
-    /// The slot's group.
-    pub group: GroupId,
     /// The group's term at WATCH.
     pub term: u64,
     /// The group's applied sequence number at (the first) WATCH.
@@ -126,7 +122,6 @@ mod tests {
     fn watch(keys: &[&[u8]], since: u64) -> ClusterWatch {
         ClusterWatch {
             slot: 0,
-            group: GroupId(1),
             term: 3,
             since,
             buckets: keys.iter().map(|k| bucket(k)).collect(),
