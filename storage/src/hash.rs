@@ -18,19 +18,41 @@ use std::hash::BuildHasher;
 use foldhash::fast::RandomState;
 use hashbrown::HashTable;
 
+use crate::inline::InlineBytes;
+use crate::set::{table_hash, Slot};
+
 /// Largest number of fields kept in the compact form (`hash-max-listpack-entries`).
 pub const MAX_LISTPACK_ENTRIES: usize = 128;
 /// Longest field or value kept in the compact form (`hash-max-listpack-value`).
 pub const MAX_LISTPACK_VALUE: usize = 64;
 
-/// One field and its value.
-type Pair = (Box<[u8]>, Box<[u8]>);
+/// One field (inline when short) and its value.
+type Pair = (InlineBytes, Box<[u8]>);
 
-/// The index of a large hash: positions into the pair vector, keyed by field hash.
+/// The index of a large hash: positions into the pair vector with their fields' hash
+/// tags (growing the table reads no field).
 #[derive(Clone, Debug)]
 struct Index {
-    table: HashTable<u32>,
+    table: HashTable<Slot>,
     hasher: RandomState,
+}
+
+impl Index {
+    /// The tag (high half of the hash) of `field`.
+    #[inline]
+    fn tag(&self, field: &[u8]) -> u32 {
+        (self.hasher.hash_one(field) >> 32) as u32
+    }
+
+    /// The position of `field` (tag `t`) among `pairs`.
+    #[inline]
+    fn find(&self, pairs: &[Pair], field: &[u8], t: u32) -> Option<usize> {
+        self.table
+            .find(table_hash(t), |s| {
+                s.tag == t && &*pairs[s.pos as usize].0 == field
+            })
+            .map(|s| s.pos as usize)
+    }
 }
 
 /// A Redis hash.
@@ -78,13 +100,7 @@ impl Hash {
     fn position(&self, field: &[u8]) -> Option<usize> {
         match &self.index {
             None => self.pairs.iter().position(|(f, _)| &**f == field),
-            Some(ix) => {
-                let h = ix.hasher.hash_one(field);
-                let pairs = &self.pairs;
-                ix.table
-                    .find(h, |&i| &*pairs[i as usize].0 == field)
-                    .map(|&i| i as usize)
-            }
+            Some(ix) => ix.find(&self.pairs, field, ix.tag(field)),
         }
     }
 
@@ -113,20 +129,24 @@ impl Hash {
         {
             self.convert();
         }
-        if let Some(i) = self.position(field) {
-            self.pairs[i].1 = value;
-            return false;
-        }
-        let pos = self.pairs.len();
-        self.pairs.push((field.into(), value));
         match &mut self.index {
             Some(ix) => {
-                let h = ix.hasher.hash_one(field);
-                let (hasher, pairs) = (&ix.hasher, &self.pairs);
+                let t = ix.tag(field);
+                if let Some(i) = ix.find(&self.pairs, field, t) {
+                    self.pairs[i].1 = value;
+                    return false;
+                }
+                let pos = self.pairs.len() as u32;
+                self.pairs.push((InlineBytes::new(field), value));
                 ix.table
-                    .insert_unique(h, pos as u32, |&i| hasher.hash_one(&*pairs[i as usize].0));
+                    .insert_unique(table_hash(t), Slot { pos, tag: t }, |s| table_hash(s.tag));
             }
             None => {
+                if let Some(i) = self.pairs.iter().position(|(f, _)| &**f == field) {
+                    self.pairs[i].1 = value;
+                    return false;
+                }
+                self.pairs.push((InlineBytes::new(field), value));
                 if self.pairs.len() > MAX_LISTPACK_ENTRIES {
                     self.convert();
                 }
@@ -147,27 +167,28 @@ impl Hash {
                 None => false,
             },
             Some(ix) => {
-                let h = ix.hasher.hash_one(field);
+                let t = ix.tag(field);
                 let pairs = &self.pairs;
-                let Ok(entry) = ix.table.find_entry(h, |&i| &*pairs[i as usize].0 == field) else {
+                let eq = |s: &Slot| s.tag == t && &*pairs[s.pos as usize].0 == field;
+                let Ok(entry) = ix.table.find_entry(table_hash(t), eq) else {
                     return false;
                 };
-                let (pos, _) = entry.remove();
-                let pos = pos as usize;
+                let (slot, _) = entry.remove();
+                let pos = slot.pos as usize;
                 let last = self.pairs.len() - 1;
                 if pos != last {
                     // The last pair moves into the hole: repoint its index slot.
-                    let hl = ix.hasher.hash_one(&*self.pairs[last].0);
-                    if let Some(slot) = ix.table.find_mut(hl, |&i| i as usize == last) {
-                        *slot = pos as u32;
+                    let tl = ix.tag(&self.pairs[last].0);
+                    let l = last as u32;
+                    if let Some(s) = ix.table.find_mut(table_hash(tl), |s| s.pos == l) {
+                        s.pos = pos as u32;
                     }
                 }
                 self.pairs.swap_remove(pos);
                 if self.pairs.capacity() > 64 && self.pairs.len() < self.pairs.capacity() / 4 {
                     self.pairs.shrink_to(self.pairs.len() * 2);
-                    ix.table.shrink_to(self.pairs.len() * 2, |&i| {
-                        ix.hasher.hash_one(&*self.pairs[i as usize].0)
-                    });
+                    ix.table
+                        .shrink_to(self.pairs.len() * 2, |s| table_hash(s.tag));
                 }
                 true
             }
@@ -179,14 +200,20 @@ impl Hash {
         if self.index.is_some() {
             return;
         }
-        let hasher = RandomState::default();
-        let mut table = HashTable::with_capacity(self.pairs.len() + 1);
+        let mut ix = Index {
+            table: HashTable::with_capacity(self.pairs.len() + 1),
+            hasher: RandomState::default(),
+        };
         for (i, (f, _)) in self.pairs.iter().enumerate() {
-            let h = hasher.hash_one(&**f);
-            let pairs = &self.pairs;
-            table.insert_unique(h, i as u32, |&j| hasher.hash_one(&*pairs[j as usize].0));
+            let t = ix.tag(f);
+            let slot = Slot {
+                pos: i as u32,
+                tag: t,
+            };
+            ix.table
+                .insert_unique(table_hash(t), slot, |s| table_hash(s.tag));
         }
-        self.index = Some(Box::new(Index { table, hasher }));
+        self.index = Some(Box::new(ix));
     }
 
     /// Every (field, value) pair: insertion order in the compact form.
@@ -262,10 +289,10 @@ impl Hash {
 
     /// Approximate heap bytes owned.
     pub fn heap_size(&self) -> usize {
-        let data: usize = self.pairs.iter().map(|(f, v)| f.len() + v.len()).sum();
+        let data: usize = self.pairs.iter().map(|(f, v)| f.heap_len() + v.len()).sum();
         let slots = self.pairs.capacity() * std::mem::size_of::<Pair>();
         let index = self.index.as_ref().map_or(0, |ix| {
-            ix.table.capacity() * 5 + std::mem::size_of::<Index>()
+            ix.table.capacity() * (1 + std::mem::size_of::<Slot>()) + std::mem::size_of::<Index>()
         });
         data + slots + index
     }

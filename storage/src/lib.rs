@@ -12,6 +12,7 @@
 //! - [`aof`]: the append-only file format: Redis 7 manifest, RESP command reader.
 //! - [`pattern`]: Redis glob matching (KEYS, SCAN MATCH, CONFIG GET).
 //! - [`clock`]: wall-clock time in nanoseconds.
+//! - [`inline`]: short byte strings kept inline (list elements, hash fields, set members).
 //! - [`tags`]: key tags (Ember only), kept beside each [`Table`].
 //! - [`events`]: key events recorded for keyspace notifications (lazy expiry, new keys).
 //! - [`vset`]: vector sets (an HNSW index from the `vector` crate behind an `Arc`).
@@ -22,6 +23,7 @@ pub mod clock;
 pub mod compress;
 pub mod events;
 pub mod hash;
+pub mod inline;
 pub mod key;
 pub mod keyspace;
 pub mod list;

@@ -7,58 +7,9 @@
 //! Redis's `listTypeTryConvertQuicklist` does) so OBJECT ENCODING answers alike.
 
 use std::collections::VecDeque;
-use std::ops::Deref;
 
-/// Longest element stored inline in the deque slot, with no allocation of its own.
-const INLINE: usize = 22;
-
-/// One list element: short ones live inline in the slot (24 bytes, no allocation), longer
-/// ones on the heap.
-#[derive(Clone)]
-pub struct Elem(Repr);
-
-#[derive(Clone)]
-enum Repr {
-    Inline(u8, [u8; INLINE]),
-    Heap(Box<[u8]>),
-}
-
-impl Elem {
-    /// An element holding a copy of `v`.
-    #[inline]
-    pub fn new(v: &[u8]) -> Self {
-        if v.len() <= INLINE {
-            let mut buf = [0u8; INLINE];
-            buf[..v.len()].copy_from_slice(v);
-            Elem(Repr::Inline(v.len() as u8, buf))
-        } else {
-            Elem(Repr::Heap(v.into()))
-        }
-    }
-
-    /// The element's bytes.
-    #[inline]
-    pub fn as_bytes(&self) -> &[u8] {
-        match &self.0 {
-            Repr::Inline(n, buf) => &buf[..usize::from(*n)],
-            Repr::Heap(b) => b,
-        }
-    }
-}
-
-impl Deref for Elem {
-    type Target = [u8];
-    #[inline]
-    fn deref(&self) -> &[u8] {
-        self.as_bytes()
-    }
-}
-
-impl std::fmt::Debug for Elem {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{:?}", String::from_utf8_lossy(self.as_bytes()))
-    }
-}
+/// One list element: short ones live inline in the deque slot, longer ones on the heap.
+pub use crate::inline::InlineBytes as Elem;
 
 /// Most entries a list may hold and still be reported as `listpack`.
 pub const LISTPACK_MAX_ENTRIES: usize = 128;
@@ -315,15 +266,6 @@ mod tests {
 
     fn items(l: &List) -> Vec<Vec<u8>> {
         l.iter().map(|b| b.to_vec()).collect()
-    }
-
-    #[test]
-    fn elem_size_and_forms() {
-        assert_eq!(std::mem::size_of::<Elem>(), 24);
-        let long = vec![7u8; 100];
-        for v in [&b""[..], b"abc", &[1u8; 22], &[2u8; 23], &long] {
-            assert_eq!(Elem::new(v).as_bytes(), v);
-        }
     }
 
     #[test]

@@ -17,6 +17,7 @@ use foldhash::fast::RandomState;
 use hashbrown::HashTable;
 use rand::Rng;
 
+use crate::inline::InlineBytes;
 use crate::value::parse_canonical_i64;
 
 /// Most members an `intset` holds (Redis `set-max-intset-entries`).
@@ -61,9 +62,26 @@ impl Elem<'_> {
 /// The `hashtable` form: dense members plus a table of their positions.
 #[derive(Clone, Default)]
 struct Big {
-    items: Vec<Box<[u8]>>,
-    index: HashTable<usize>,
+    items: Vec<InlineBytes>,
+    index: HashTable<Slot>,
     state: RandomState,
+}
+
+/// An index slot: a member's position and the high half of its hash. The table's hash of
+/// a slot is derived from `tag` alone, so growing the table reads no member, and a probe
+/// compares a member's bytes only when the tags match.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Slot {
+    /// Position in the dense vector.
+    pub(crate) pos: u32,
+    /// High half of the member's (or field's) 64-bit hash.
+    pub(crate) tag: u32,
+}
+
+/// The table hash of a slot whose member hashed to `tag` (spread over 64 bits).
+#[inline]
+pub(crate) fn table_hash(tag: u32) -> u64 {
+    u64::from(tag).wrapping_mul(0x9e37_79b9_7f4a_7c15)
 }
 
 impl std::fmt::Debug for Big {
@@ -83,55 +101,69 @@ impl Big {
         }
     }
 
+    /// The tag (high half of the hash) of member bytes `m`.
+    #[inline]
+    fn tag(&self, m: &[u8]) -> u32 {
+        (self.state.hash_one(m) >> 32) as u32
+    }
+
     fn find(&self, m: &[u8]) -> Option<usize> {
-        let h = self.state.hash_one(m);
-        self.index.find(h, |&i| &*self.items[i] == m).copied()
+        let t = self.tag(m);
+        let items = &self.items;
+        self.index
+            .find(table_hash(t), |s| {
+                s.tag == t && &*items[s.pos as usize] == m
+            })
+            .map(|s| s.pos as usize)
     }
 
     fn insert(&mut self, m: &[u8]) -> bool {
-        let Big {
-            items,
-            index,
-            state,
-        } = self;
-        let h = state.hash_one(m);
-        match index.entry(h, |&i| &*items[i] == m, |&i| state.hash_one(&*items[i])) {
+        let t = self.tag(m);
+        let Big { items, index, .. } = self;
+        let eq = |s: &Slot| s.tag == t && &*items[s.pos as usize] == m;
+        match index.entry(table_hash(t), eq, |s| table_hash(s.tag)) {
             hashbrown::hash_table::Entry::Occupied(_) => false,
             hashbrown::hash_table::Entry::Vacant(v) => {
-                v.insert(items.len());
-                items.push(m.into());
+                v.insert(Slot {
+                    pos: items.len() as u32,
+                    tag: t,
+                });
+                items.push(InlineBytes::new(m));
                 true
             }
         }
     }
 
     fn remove(&mut self, m: &[u8]) -> bool {
-        let h = self.state.hash_one(m);
+        let t = self.tag(m);
         let items = &self.items;
-        let Ok(found) = self.index.find_entry(h, |&i| &*items[i] == m) else {
+        let eq = |s: &Slot| s.tag == t && &*items[s.pos as usize] == m;
+        let Ok(found) = self.index.find_entry(table_hash(t), eq) else {
             return false;
         };
-        let (pos, _) = found.remove();
-        self.remove_at_unindexed(pos);
+        let (slot, _) = found.remove();
+        self.remove_at_unindexed(slot.pos as usize);
         true
     }
 
     /// Removes the member at `pos` whose index entry is already gone; returns it.
-    fn remove_at_unindexed(&mut self, pos: usize) -> Box<[u8]> {
+    fn remove_at_unindexed(&mut self, pos: usize) -> InlineBytes {
         let last = self.items.len() - 1;
         let m = self.items.swap_remove(pos);
         if pos != last {
-            let h = self.state.hash_one(&*self.items[pos]);
-            if let Some(slot) = self.index.find_mut(h, |&i| i == last) {
-                *slot = pos;
+            let t = self.tag(&self.items[pos]);
+            let last = last as u32;
+            if let Some(slot) = self.index.find_mut(table_hash(t), |s| s.pos == last) {
+                slot.pos = pos as u32;
             }
         }
         m
     }
 
-    fn remove_at(&mut self, pos: usize) -> Box<[u8]> {
-        let h = self.state.hash_one(&*self.items[pos]);
-        if let Ok(e) = self.index.find_entry(h, |&i| i == pos) {
+    fn remove_at(&mut self, pos: usize) -> InlineBytes {
+        let t = self.tag(&self.items[pos]);
+        let p = pos as u32;
+        if let Ok(e) = self.index.find_entry(table_hash(t), |s| s.pos == p) {
             e.remove();
         }
         self.remove_at_unindexed(pos)
@@ -141,7 +173,7 @@ impl Big {
 #[derive(Clone, Debug)]
 enum Repr {
     Ints(Vec<i64>),
-    Small(Vec<Box<[u8]>>),
+    Small(Vec<InlineBytes>),
     Big(Big),
 }
 
@@ -251,10 +283,13 @@ impl Set {
                     return true;
                 }
                 if v.len() < MAX_LISTPACK_ENTRIES && m.len() <= MAX_LISTPACK_VALUE {
-                    let mut small: Vec<Box<[u8]>> = Vec::with_capacity(v.len() + 1);
+                    let mut small: Vec<InlineBytes> = Vec::with_capacity(v.len() + 1);
                     let mut buf = itoa::Buffer::new();
-                    small.extend(v.iter().map(|i| Box::from(buf.format(*i).as_bytes())));
-                    small.push(m.into());
+                    small.extend(
+                        v.iter()
+                            .map(|i| InlineBytes::new(buf.format(*i).as_bytes())),
+                    );
+                    small.push(InlineBytes::new(m));
                     self.0 = Repr::Small(small);
                 } else {
                     self.convert_to_big(1);
@@ -269,7 +304,7 @@ impl Set {
                     return false;
                 }
                 if v.len() < MAX_LISTPACK_ENTRIES && m.len() <= MAX_LISTPACK_VALUE {
-                    v.push(m.into());
+                    v.push(InlineBytes::new(m));
                 } else {
                     self.convert_to_big(1);
                     if let Repr::Big(b) = &mut self.0 {
@@ -365,11 +400,11 @@ impl Set {
     pub fn heap_size(&self) -> usize {
         match &self.0 {
             Repr::Ints(v) => v.capacity() * 8,
-            Repr::Small(v) => v.capacity() * 16 + v.iter().map(|m| m.len()).sum::<usize>(),
+            Repr::Small(v) => v.capacity() * 24 + v.iter().map(|m| m.heap_len()).sum::<usize>(),
             Repr::Big(b) => {
-                b.items.capacity() * 16
+                b.items.capacity() * 24
                     + b.index.capacity() * 9
-                    + b.items.iter().map(|m| m.len()).sum::<usize>()
+                    + b.items.iter().map(|m| m.heap_len()).sum::<usize>()
             }
         }
     }
@@ -431,6 +466,43 @@ mod tests {
             }
         }
         assert!(s.is_empty());
+    }
+
+    #[test]
+    fn big_matches_model_with_short_and_long_members() {
+        let mut s = Set::for_member(b"x", 200);
+        let mut model = std::collections::HashSet::new();
+        let mut x: u64 = 7;
+        for _ in 0..30_000 {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let n = (x >> 33) % 900;
+            // Short members are stored inline, long ones (over 22 bytes) on the heap.
+            let m = if n.is_multiple_of(2) {
+                format!("m{n}").into_bytes()
+            } else {
+                format!("a-long-member-name-{n:>30}").into_bytes()
+            };
+            match (x >> 20) % 4 {
+                0 => assert_eq!(s.remove(&m), model.remove(&m)),
+                1 if !model.is_empty() => {
+                    let i = (x >> 40) as usize % s.len();
+                    let got = s.remove_at(i);
+                    assert!(model.remove(&got));
+                }
+                _ => assert_eq!(s.insert(&m), model.insert(m.clone())),
+            }
+            assert_eq!(s.len(), model.len());
+        }
+        for m in &model {
+            assert!(s.contains(m));
+        }
+        let mut all = members(&s);
+        all.sort();
+        let mut want: Vec<Vec<u8>> = model.into_iter().collect();
+        want.sort();
+        assert_eq!(all, want);
     }
 
     #[test]
