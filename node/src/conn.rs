@@ -66,6 +66,7 @@ pub async fn serve(
         spans: Vec::with_capacity(16),
         rbuf: Vec::with_capacity(READ_CHUNK),
         clock: None,
+        last_cmd: LastCommand::default(),
         server: server.clone(),
         stats,
     };
@@ -100,6 +101,46 @@ struct Conn {
     /// command's time (one clock read per command) while nothing came between them: it is
     /// cleared whenever the connection waits (for input, a flush, a block, a pause).
     clock: Option<u64>,
+    /// The command this connection named last, so a repeat skips the registry lookup.
+    last_cmd: LastCommand,
+}
+
+/// The exact bytes of the last command name a connection sent (up to 16) and the registry
+/// index they resolved to. Only names that resolve on their own (a top-level command with
+/// a handler and no subcommands) are kept; the registry does not change while the server
+/// runs.
+#[derive(Default)]
+struct LastCommand {
+    len: u8,
+    name: [u8; 16],
+    idx: u32,
+}
+
+impl LastCommand {
+    /// The index of `args`'s command, from the cache when its name is the same bytes.
+    #[inline]
+    fn resolve(&mut self, server: &Server, args: Args<'_>) -> Result<usize, CmdError> {
+        let name = args.arg(0);
+        if self.len != 0 && name == &self.name[..usize::from(self.len)] {
+            return Ok(self.idx as usize);
+        }
+        let idx = resolve(server, args)?;
+        let reg = &server.registry;
+        // Cached only when the name alone chose the entry: not a subcommand (CONFIG GET
+        // resolves to config|get, which the next CONFIG SET must not reuse), not a
+        // container that a subcommand argument could redirect.
+        let spec = reg.entry(idx).spec;
+        if name.len() <= self.name.len()
+            && spec.handler.is_some()
+            && spec.subcommands.is_empty()
+            && reg.lookup(name) == Some(idx)
+        {
+            self.name[..name.len()].copy_from_slice(name);
+            self.len = name.len() as u8;
+            self.idx = idx as u32;
+        }
+        Ok(idx)
+    }
 }
 
 impl Conn {
@@ -224,6 +265,7 @@ impl Conn {
                             &mut self.out,
                             args,
                             &mut self.clock,
+                            &mut self.last_cmd,
                         )
                         .await;
                         if let Some(b) = blocked {
@@ -465,6 +507,7 @@ async fn execute(
     out: &mut ReplyWriter,
     args: Args<'_>,
     clock: &mut Option<u64>,
+    last_cmd: &mut LastCommand,
 ) -> Option<Blocked> {
     let mut reuse = clock.take();
     // CLIENT REPLY SKIP applies to the command after the SKIP.
@@ -478,7 +521,7 @@ async fn execute(
     // Errors found before a command runs make a transaction being queued fail at EXEC
     // (Redis's flagTransaction); errors of MULTI/WATCH themselves do not.
     let mut rejected = true;
-    let result = match resolve(server, args) {
+    let result = match last_cmd.resolve(server, args) {
         Err(e) => Err(e),
         Ok(idx) => {
             let spec = reg.entry(idx).spec;

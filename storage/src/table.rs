@@ -189,7 +189,13 @@ impl Table {
     /// removed and reported as absent.
     pub fn get(&mut self, h: u64, key: &[u8], now: u64) -> Option<&mut Entry> {
         let e = self.get_no_touch(h, key, now)?;
-        e.access = secs(now);
+        // Stored only when it changes (once a second at most): a hot key read or updated
+        // in place from several threads then keeps its slot's cache line shared, instead
+        // of pulling it over from the core that wrote it last on every access.
+        let s = secs(now);
+        if e.access != s {
+            e.access = s;
+        }
         let lfu = LFU.load(Relaxed);
         if lfu != 0 {
             e.lfu_touch(now, lfu);

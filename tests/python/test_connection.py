@@ -55,6 +55,30 @@ def test_echo_wrong_arity(rr, args):
         rr.execute_command("ECHO", *args)
 
 
+def test_repeated_and_alternating_command_names_on_one_connection(raw):
+    """Each command is found by its own name and subcommand, whatever came before it on
+    the connection (Ember remembers the last name a connection sent)."""
+    c = raw()
+    assert c.cmd("CONFIG", "SET", "maxmemory-policy", "allkeys-lru") == "OK"
+    assert c.cmd("CONFIG", "GET", "maxmemory-policy") == [b"maxmemory-policy", b"allkeys-lru"]
+    assert c.cmd("config", "set", "maxmemory-policy", "noeviction") == "OK"
+    assert c.cmd("CONFIG", "get", "maxmemory-policy") == [b"maxmemory-policy", b"noeviction"]
+    assert c.cmd("SET", "k", "v") == "OK"
+    assert c.cmd("set", "k", "w") == "OK"
+    assert c.cmd("Get", "k") == b"w"
+    assert c.cmd("GET", "k") == b"w"
+    assert c.cmd("OBJECT", "ENCODING", "k") == b"embstr"
+    assert c.cmd("OBJECT", "REFCOUNT", "k") == 1
+    assert c.cmd("CLIENT", "SETNAME", "named") == "OK"
+    assert c.cmd("CLIENT", "GETNAME") == b"named"
+    err = c.cmd("GETT", "k")
+    assert isinstance(err, RespError) and err.message.startswith("ERR unknown command 'GETT'")
+    assert c.cmd("GET", "k") == b"w"
+    err = c.cmd("GET")
+    assert isinstance(err, RespError)
+    assert err.message == "ERR wrong number of arguments for 'get' command"
+
+
 # --------------------------------------------------------------------------- HELLO
 
 HELLO_KEYS = {b"server", b"version", b"proto", b"id", b"mode", b"role", b"modules"}
