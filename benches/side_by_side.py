@@ -95,11 +95,17 @@ def on_signal(signum, _frame):
     raise KeyboardInterrupt(f"signal {signum}")
 
 
-def proc_cpu_seconds(pid: int) -> float:
-    """utime + stime of every thread of `pid`, in seconds."""
+def proc_cpu_split(pid: int) -> tuple[float, float]:
+    """(utime, stime) of every thread of `pid`, in seconds: its own code, and the kernel's
+    work for it (system calls, page faults, the loopback network stack)."""
     with open(f"/proc/{pid}/stat") as f:
         rest = f.read().rsplit(")", 1)[1].split()
-    return (int(rest[11]) + int(rest[12])) / CLK_TCK
+    return int(rest[11]) / CLK_TCK, int(rest[12]) / CLK_TCK
+
+
+def proc_cpu_seconds(pid: int) -> float:
+    """utime + stime of every thread of `pid`, in seconds."""
+    return sum(proc_cpu_split(pid))
 
 
 def machine_busy_seconds() -> float:
@@ -127,7 +133,10 @@ class Window:
 
     def __init__(self, pid: int) -> None:
         self.pid = pid
-        self.server0 = proc_cpu_seconds(pid)
+        self.user0, self.sys0 = proc_cpu_split(pid)
+        self.server0 = self.user0 + self.sys0
+        self.user_s: float | None = None
+        self.sys_s: float | None = None
         self.busy0 = machine_busy_seconds()
         self.ours0 = own_and_children_cpu_seconds()
         self.t0 = time.monotonic()
@@ -137,7 +146,9 @@ class Window:
 
         Call it after the generator has been waited for, so its CPU is counted as ours.
         """
-        server = proc_cpu_seconds(self.pid) - self.server0
+        user, sys_ = proc_cpu_split(self.pid)
+        self.user_s, self.sys_s = user - self.user0, sys_ - self.sys0
+        server = user + sys_ - self.server0
         busy = machine_busy_seconds() - self.busy0
         ours = own_and_children_cpu_seconds() - self.ours0
         wall = time.monotonic() - self.t0
@@ -323,6 +334,8 @@ class Run:
     p99_us: float | None = None
     p999_us: float | None = None
     other_cores: float | None = None
+    server_user_s: float | None = None
+    server_sys_s: float | None = None
 
     @property
     def ops_per_cpu_s(self) -> float | None:
@@ -401,7 +414,7 @@ def measure_ember_load(opts, srv: Server, command: str, pipeline: int, duration:
         server_cpu_s=server_cpu, gen_cpu_pct=rep.get("gen_cpu_pct"),
         errors=rep["errors"], first_error=rep.get("first_error"),
         p50_us=rep.get("p50_us"), p99_us=rep.get("p99_us"), p999_us=rep.get("p999_us"),
-        other_cores=others))
+        other_cores=others, server_user_s=win.user_s, server_sys_s=win.sys_s))
 
 
 def measure_redis_benchmark(opts, srv: Server, command: str, pipeline: int, out: Outcome) -> None:
@@ -440,6 +453,7 @@ def measure_redis_benchmark(opts, srv: Server, command: str, pipeline: int, out:
         ops_per_sec=rps, ops=opts.rb_requests, duration_s=duration,
         server_cpu_s=server_cpu, gen_cpu_pct=100.0 * gen_cpu / max(wall, 1e-9),
         errors=0, first_error=None, other_cores=others,
+        server_user_s=win.user_s, server_sys_s=win.sys_s,
         p50_us=float(row[4]) * 1000 if len(row) > 4 else None,
         p99_us=float(row[6]) * 1000 if len(row) > 6 else None))
 
@@ -615,6 +629,37 @@ def print_main_table(opts, results: dict, commands: list[str]) -> None:
         print(f"| {cmd} | {e_ops} | {r_ops} | {ratio(e_m, r_m)} | {e_eff} | {r_eff} | "
               f"{ratio(e_em, r_em)} | {gen_cell(names, [outs[n] for n in names])} | "
               f"{'; '.join(notes)} |")
+
+
+def ns_per_op(o: Outcome | None, attr: str) -> float | None:
+    """Median over runs of the server's `attr` CPU-seconds per request, in nanoseconds."""
+    if o is None:
+        return None
+    v = [getattr(r, attr) / r.ops * 1e9 for r in o.runs
+         if getattr(r, attr) is not None and r.ops > 0]
+    return statistics.median(v) if v else None
+
+
+def print_cpu_split(results: dict, commands: list[str]) -> None:
+    """Where each server's CPU per request went: its own code (user) or the kernel's."""
+    if not all(n in results for n in ("ember", "redis")):
+        return
+    print("\nServer CPU per request, median of the runs (ns): user = the server's own code; "
+          "kernel = its system calls, page faults and the loopback network stack. "
+          "A ratio is redis/ember (above 1: ember spends less).\n")
+    print("| command | ember user | ember kernel | redis user | redis kernel | user ratio | "
+          "kernel ratio |")
+    print("|---|---|---|---|---|---|---|")
+    for cmd in commands:
+        e = results["ember"]["commands"].get(cmd)
+        r = results["redis"]["commands"].get(cmd)
+        eu, es = ns_per_op(e, "server_user_s"), ns_per_op(e, "server_sys_s")
+        ru, rs = ns_per_op(r, "server_user_s"), ns_per_op(r, "server_sys_s")
+        if None in (eu, es, ru, rs):
+            continue
+        cell = lambda v: f"{v:.0f}"  # noqa: E731
+        print(f"| {cmd} | {cell(eu)} | {cell(es)} | {cell(ru)} | {cell(rs)} | "
+              f"{ratio(ru, eu)} | {ratio(rs, es)} |")
 
 
 def print_memory(opts, results: dict) -> None:
@@ -794,6 +839,7 @@ def main(argv: list[str] | None = None) -> int:
                                              latency=opts.latency)
             print_header(opts, servers)
             print_main_table(opts, results, opts.commands)
+            print_cpu_split(results, opts.commands)
             print_memory(opts, results)
             if opts.latency:
                 print_latency(opts, results)
