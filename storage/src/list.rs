@@ -18,8 +18,11 @@ pub const LISTPACK_MAX_BYTES: usize = 8192;
 /// Per-entry overhead counted towards [`LISTPACK_MAX_BYTES`] (listpack header + backlen).
 const ENTRY_OVERHEAD: usize = 2;
 
-/// A Redis list.
+/// A Redis list. Aligned to a cache line: its header (48 bytes) is rewritten by every
+/// push and pop, and a header straddling two lines cost two transfers between cores
+/// whenever the other worker had pushed last.
 #[derive(Clone, Debug, Default)]
+#[repr(align(64))]
 pub struct List {
     items: VecDeque<Elem>,
     /// Sum of element lengths plus per-entry overhead.
