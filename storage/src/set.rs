@@ -72,7 +72,8 @@ struct Big {
 /// compares a member's bytes only when the tags match.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Slot {
-    /// Position in the dense vector.
+    /// Position in the dense vector (a set or hash holds at most 2^32 - 1 members or
+    /// fields, Redis's documented limit).
     pub(crate) pos: u32,
     /// High half of the member's (or field's) 64-bit hash.
     pub(crate) tag: u32,
