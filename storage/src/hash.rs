@@ -13,13 +13,8 @@
 //! the fields with the smallest hashes at or above the cursor, so a field present for the
 //! whole iteration is returned exactly once, whatever is inserted or removed between calls.
 
-use std::hash::BuildHasher;
-
-use foldhash::fast::RandomState;
-use hashbrown::HashTable;
-
 use crate::inline::InlineBytes;
-use crate::set::{table_hash, Slot};
+use crate::posindex::PosIndex;
 
 /// Largest number of fields kept in the compact form (`hash-max-listpack-entries`).
 pub const MAX_LISTPACK_ENTRIES: usize = 128;
@@ -29,37 +24,11 @@ pub const MAX_LISTPACK_VALUE: usize = 64;
 /// One field (inline when short) and its value.
 type Pair = (InlineBytes, Box<[u8]>);
 
-/// The index of a large hash: positions into the pair vector with their fields' hash
-/// tags (growing the table reads no field).
-#[derive(Clone, Debug)]
-struct Index {
-    table: HashTable<Slot>,
-    hasher: RandomState,
-}
-
-impl Index {
-    /// The tag (high half of the hash) of `field`.
-    #[inline]
-    fn tag(&self, field: &[u8]) -> u32 {
-        (self.hasher.hash_one(field) >> 32) as u32
-    }
-
-    /// The position of `field` (tag `t`) among `pairs`.
-    #[inline]
-    fn find(&self, pairs: &[Pair], field: &[u8], t: u32) -> Option<usize> {
-        self.table
-            .find(table_hash(t), |s| {
-                s.tag == t && &*pairs[s.pos as usize].0 == field
-            })
-            .map(|s| s.pos as usize)
-    }
-}
-
 /// A Redis hash.
 #[derive(Clone, Debug, Default)]
 pub struct Hash {
     pairs: Vec<Pair>,
-    index: Option<Box<Index>>,
+    index: Option<Box<PosIndex>>,
 }
 
 /// One page of an HSCAN over an indexed hash.
@@ -100,7 +69,7 @@ impl Hash {
     fn position(&self, field: &[u8]) -> Option<usize> {
         match &self.index {
             None => self.pairs.iter().position(|(f, _)| &**f == field),
-            Some(ix) => ix.find(&self.pairs, field, ix.tag(field)),
+            Some(ix) => ix.find(field, |i| self.pairs[i].0.as_bytes()),
         }
     }
 
@@ -131,15 +100,12 @@ impl Hash {
         }
         match &mut self.index {
             Some(ix) => {
-                let t = ix.tag(field);
-                if let Some(i) = ix.find(&self.pairs, field, t) {
+                let pos = self.pairs.len();
+                if let Err(i) = ix.insert(field, pos, |i| self.pairs[i].0.as_bytes()) {
                     self.pairs[i].1 = value;
                     return false;
                 }
-                let pos = self.pairs.len() as u32;
                 self.pairs.push((InlineBytes::new(field), value));
-                ix.table
-                    .insert_unique(table_hash(t), Slot { pos, tag: t }, |s| table_hash(s.tag));
             }
             None => {
                 if let Some(i) = self.pairs.iter().position(|(f, _)| &**f == field) {
@@ -167,28 +133,18 @@ impl Hash {
                 None => false,
             },
             Some(ix) => {
-                let t = ix.tag(field);
-                let pairs = &self.pairs;
-                let eq = |s: &Slot| s.tag == t && &*pairs[s.pos as usize].0 == field;
-                let Ok(entry) = ix.table.find_entry(table_hash(t), eq) else {
+                let Some(pos) = ix.remove(field, |i| self.pairs[i].0.as_bytes()) else {
                     return false;
                 };
-                let (slot, _) = entry.remove();
-                let pos = slot.pos as usize;
                 let last = self.pairs.len() - 1;
                 if pos != last {
-                    // The last pair moves into the hole: repoint its index slot.
-                    let tl = ix.tag(&self.pairs[last].0);
-                    let l = last as u32;
-                    if let Some(s) = ix.table.find_mut(table_hash(tl), |s| s.pos == l) {
-                        s.pos = pos as u32;
-                    }
+                    // The last pair moves into the hole.
+                    ix.moved(&self.pairs[last].0, last, pos);
                 }
                 self.pairs.swap_remove(pos);
                 if self.pairs.capacity() > 64 && self.pairs.len() < self.pairs.capacity() / 4 {
                     self.pairs.shrink_to(self.pairs.len() * 2);
-                    ix.table
-                        .shrink_to(self.pairs.len() * 2, |s| table_hash(s.tag));
+                    ix.shrink_to(self.pairs.len() * 2);
                 }
                 true
             }
@@ -200,18 +156,9 @@ impl Hash {
         if self.index.is_some() {
             return;
         }
-        let mut ix = Index {
-            table: HashTable::with_capacity(self.pairs.len() + 1),
-            hasher: RandomState::default(),
-        };
+        let mut ix = PosIndex::with_capacity(self.pairs.len() + 1);
         for (i, (f, _)) in self.pairs.iter().enumerate() {
-            let t = ix.tag(f);
-            let slot = Slot {
-                pos: i as u32,
-                tag: t,
-            };
-            ix.table
-                .insert_unique(table_hash(t), slot, |s| table_hash(s.tag));
+            ix.insert_new(f, i);
         }
         self.index = Some(Box::new(ix));
     }
@@ -242,7 +189,7 @@ impl Hash {
             .iter()
             .enumerate()
             .filter_map(|(i, (f, _))| {
-                let h = ix.hasher.hash_one(&**f);
+                let h = ix.hash(f);
                 (h >= cursor).then_some((h, i as u32))
             })
             .collect();
@@ -292,7 +239,7 @@ impl Hash {
         let data: usize = self.pairs.iter().map(|(f, v)| f.heap_len() + v.len()).sum();
         let slots = self.pairs.capacity() * std::mem::size_of::<Pair>();
         let index = self.index.as_ref().map_or(0, |ix| {
-            ix.table.capacity() * (1 + std::mem::size_of::<Slot>()) + std::mem::size_of::<Index>()
+            ix.capacity() * PosIndex::BUCKET_BYTES + std::mem::size_of::<PosIndex>()
         });
         data + slots + index
     }

@@ -13,6 +13,7 @@
 //! - [`pattern`]: Redis glob matching (KEYS, SCAN MATCH, CONFIG GET).
 //! - [`clock`]: wall-clock time in nanoseconds.
 //! - [`inline`]: short byte strings kept inline (list elements, hash fields, set members).
+//! - [`posindex`]: the content index of a big set's members or a big hash's fields.
 //! - [`tags`]: key tags (Ember only), kept beside each [`Table`].
 //! - [`events`]: key events recorded for keyspace notifications (lazy expiry, new keys).
 //! - [`vset`]: vector sets (an HNSW index from the `vector` crate behind an `Arc`).
@@ -28,6 +29,7 @@ pub mod key;
 pub mod keyspace;
 pub mod list;
 pub mod pattern;
+pub mod posindex;
 pub mod rdb;
 pub mod set;
 pub mod stream;

@@ -11,13 +11,11 @@
 //! Sets only grow into larger forms, as in Redis.
 
 use std::borrow::Cow;
-use std::hash::BuildHasher;
 
-use foldhash::fast::RandomState;
-use hashbrown::HashTable;
 use rand::Rng;
 
 use crate::inline::InlineBytes;
+use crate::posindex::PosIndex;
 use crate::value::parse_canonical_i64;
 
 /// Most members an `intset` holds (Redis `set-max-intset-entries`).
@@ -59,30 +57,11 @@ impl Elem<'_> {
     }
 }
 
-/// The `hashtable` form: dense members plus a table of their positions.
+/// The `hashtable` form: dense members plus their index.
 #[derive(Clone, Default)]
 struct Big {
     items: Vec<InlineBytes>,
-    index: HashTable<Slot>,
-    state: RandomState,
-}
-
-/// An index slot: a member's position and the high half of its hash. The table's hash of
-/// a slot is derived from `tag` alone, so growing the table reads no member, and a probe
-/// compares a member's bytes only when the tags match.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Slot {
-    /// Position in the dense vector (a set or hash holds at most 2^32 - 1 members or
-    /// fields, Redis's documented limit).
-    pub(crate) pos: u32,
-    /// High half of the member's (or field's) 64-bit hash.
-    pub(crate) tag: u32,
-}
-
-/// The table hash of a slot whose member hashed to `tag` (spread over 64 bits).
-#[inline]
-pub(crate) fn table_hash(tag: u32) -> u64 {
-    u64::from(tag).wrapping_mul(0x9e37_79b9_7f4a_7c15)
+    index: PosIndex,
 }
 
 impl std::fmt::Debug for Big {
@@ -97,54 +76,34 @@ impl Big {
     fn with_capacity(n: usize) -> Self {
         Big {
             items: Vec::with_capacity(n),
-            index: HashTable::with_capacity(n),
-            state: RandomState::default(),
+            index: PosIndex::with_capacity(n),
         }
-    }
-
-    /// The tag (high half of the hash) of member bytes `m`.
-    #[inline]
-    fn tag(&self, m: &[u8]) -> u32 {
-        (self.state.hash_one(m) >> 32) as u32
     }
 
     fn find(&self, m: &[u8]) -> Option<usize> {
-        let t = self.tag(m);
-        let items = &self.items;
-        self.index
-            .find(table_hash(t), |s| {
-                s.tag == t && &*items[s.pos as usize] == m
-            })
-            .map(|s| s.pos as usize)
+        self.index.find(m, |i| self.items[i].as_bytes())
     }
 
     fn insert(&mut self, m: &[u8]) -> bool {
-        let t = self.tag(m);
-        let Big { items, index, .. } = self;
-        let eq = |s: &Slot| s.tag == t && &*items[s.pos as usize] == m;
-        match index.entry(table_hash(t), eq, |s| table_hash(s.tag)) {
-            hashbrown::hash_table::Entry::Occupied(_) => false,
-            hashbrown::hash_table::Entry::Vacant(v) => {
-                v.insert(Slot {
-                    pos: items.len() as u32,
-                    tag: t,
-                });
-                items.push(InlineBytes::new(m));
-                true
-            }
+        let pos = self.items.len();
+        let added = self
+            .index
+            .insert(m, pos, |i| self.items[i].as_bytes())
+            .is_ok();
+        if added {
+            self.items.push(InlineBytes::new(m));
         }
+        added
     }
 
     fn remove(&mut self, m: &[u8]) -> bool {
-        let t = self.tag(m);
-        let items = &self.items;
-        let eq = |s: &Slot| s.tag == t && &*items[s.pos as usize] == m;
-        let Ok(found) = self.index.find_entry(table_hash(t), eq) else {
-            return false;
-        };
-        let (slot, _) = found.remove();
-        self.remove_at_unindexed(slot.pos as usize);
-        true
+        match self.index.remove(m, |i| self.items[i].as_bytes()) {
+            Some(pos) => {
+                self.remove_at_unindexed(pos);
+                true
+            }
+            None => false,
+        }
     }
 
     /// Removes the member at `pos` whose index entry is already gone; returns it.
@@ -152,21 +111,13 @@ impl Big {
         let last = self.items.len() - 1;
         let m = self.items.swap_remove(pos);
         if pos != last {
-            let t = self.tag(&self.items[pos]);
-            let last = last as u32;
-            if let Some(slot) = self.index.find_mut(table_hash(t), |s| s.pos == last) {
-                slot.pos = pos as u32;
-            }
+            self.index.moved(&self.items[pos], last, pos);
         }
         m
     }
 
     fn remove_at(&mut self, pos: usize) -> InlineBytes {
-        let t = self.tag(&self.items[pos]);
-        let p = pos as u32;
-        if let Ok(e) = self.index.find_entry(table_hash(t), |s| s.pos == p) {
-            e.remove();
-        }
+        self.index.remove_at(&self.items[pos], pos);
         self.remove_at_unindexed(pos)
     }
 }
@@ -404,7 +355,7 @@ impl Set {
             Repr::Small(v) => v.capacity() * 24 + v.iter().map(|m| m.heap_len()).sum::<usize>(),
             Repr::Big(b) => {
                 b.items.capacity() * 24
-                    + b.index.capacity() * 9
+                    + b.index.capacity() * PosIndex::BUCKET_BYTES
                     + b.items.iter().map(|m| m.heap_len()).sum::<usize>()
             }
         }
