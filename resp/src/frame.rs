@@ -384,10 +384,7 @@ pub fn encode_frame(frame: &Frame, proto: Protocol, out: &mut Vec<u8>) {
             Frame::Error(s) => write_line(out, b'-', s.as_bytes()),
             Frame::Integer(v) => write_int(out, *v),
             Frame::Bulk(b) => write_bulk(out, b),
-            Frame::Null => out.extend_from_slice(match proto {
-                Protocol::Resp2 => b"$-1\r\n",
-                Protocol::Resp3 => b"_\r\n",
-            }),
+            Frame::Null => out.extend_from_slice(proto.null()),
             Frame::Double(v) => write_double_reply(out, proto, *v),
             Frame::Boolean(v) => out.extend_from_slice(match (proto, v) {
                 (Protocol::Resp2, true) => b":1\r\n",

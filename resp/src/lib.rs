@@ -63,3 +63,23 @@ pub enum Protocol {
     /// RESP3, negotiated with `HELLO 3`.
     Resp3,
 }
+
+impl Protocol {
+    /// The null reply: RESP2 `$-1`, RESP3 `_`.
+    #[inline]
+    pub fn null(self) -> &'static [u8] {
+        match self {
+            Protocol::Resp2 => b"$-1\r\n",
+            Protocol::Resp3 => b"_\r\n",
+        }
+    }
+
+    /// The null array reply: RESP2 `*-1`, RESP3 `_`.
+    #[inline]
+    pub fn null_array(self) -> &'static [u8] {
+        match self {
+            Protocol::Resp2 => b"*-1\r\n",
+            Protocol::Resp3 => b"_\r\n",
+        }
+    }
+}

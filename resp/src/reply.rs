@@ -360,19 +360,13 @@ impl ReplyWriter {
     /// Null: RESP2 `$-1`, RESP3 `_`.
     #[inline]
     pub fn null(&mut self) {
-        self.buf.extend_from_slice(match self.proto {
-            Protocol::Resp2 => b"$-1\r\n",
-            Protocol::Resp3 => b"_\r\n",
-        });
+        self.buf.extend_from_slice(self.proto.null());
     }
 
     /// Null array: RESP2 `*-1`, RESP3 `_`.
     #[inline]
     pub fn null_array(&mut self) {
-        self.buf.extend_from_slice(match self.proto {
-            Protocol::Resp2 => b"*-1\r\n",
-            Protocol::Resp3 => b"_\r\n",
-        });
+        self.buf.extend_from_slice(self.proto.null_array());
     }
 
     /// Array header `*len`; `len` elements must follow.

@@ -116,31 +116,6 @@ pub fn timeout_arg(name: &str, argc: usize) -> Option<usize> {
     }
 }
 
-/// Where XREAD's or XREADGROUP's BLOCK milliseconds are (an option before STREAMS), if
-/// it blocks.
-pub fn stream_block_arg<'a>(args: impl IntoIterator<Item = &'a [u8]>) -> Option<usize> {
-    let args: Vec<&[u8]> = args.into_iter().collect();
-    let mut i = 1;
-    while i + 1 < args.len() {
-        let a = args[i];
-        if a.eq_ignore_ascii_case(b"streams") {
-            return None;
-        }
-        if a.eq_ignore_ascii_case(b"block") {
-            return Some(i + 1);
-        }
-        // GROUP's name and consumer, COUNT's number: values, not options.
-        i += if a.eq_ignore_ascii_case(b"group") {
-            3
-        } else if a.eq_ignore_ascii_case(b"count") {
-            2
-        } else {
-            1
-        };
-    }
-    None
-}
-
 /// The deadline of a BLOCK argument in milliseconds (`0`: none); `None` when it does not
 /// parse.
 pub fn deadline_ms(arg: &[u8]) -> Option<Option<Instant>> {
@@ -231,18 +206,7 @@ mod tests {
     }
 
     #[test]
-    fn stream_block_options() {
-        let args = |s: &str| {
-            s.split(' ')
-                .map(|a| a.as_bytes().to_vec())
-                .collect::<Vec<_>>()
-        };
-        let at = |s: &str| stream_block_arg(args(s).iter().map(Vec::as_slice));
-        assert_eq!(at("XREAD COUNT 2 BLOCK 100 STREAMS s $"), Some(4));
-        assert_eq!(at("XREADGROUP GROUP g c BLOCK 0 STREAMS s >"), Some(5));
-        assert_eq!(at("XREAD STREAMS block 0"), None);
-        assert_eq!(at("XREADGROUP GROUP block c STREAMS s >"), None);
-        assert_eq!(at("XREAD COUNT 1 STREAMS s 0"), None);
+    fn block_milliseconds() {
         assert_eq!(deadline_ms(b"0"), Some(None));
         assert!(deadline_ms(b"250").unwrap().is_some());
         assert_eq!(deadline_ms(b"-1"), None);

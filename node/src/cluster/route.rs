@@ -219,7 +219,9 @@ pub(crate) async fn route(
         if let Some(t) = super::block::timeout_arg(name, args.len()) {
             wait_arg = Some((t, false));
         } else if name.starts_with("xread") {
-            wait_arg = super::block::stream_block_arg(args.iter()).map(|t| (t, true));
+            wait_arg = crate::cmd::streams::xread_options(args.len(), |i| args.arg(i))
+                .block
+                .map(|t| (t, true));
         } else {
             return Routed::Done(Err(CmdError::err(format!(
                 "blocking command '{name}' is not supported in Ember cluster mode yet"
@@ -284,14 +286,6 @@ fn read_check_error(cl: &Cluster, slot: u16, e: ReadCheck) -> CmdError {
     }
 }
 
-/// The nil a blocking write or an aborted EXEC answers, in `out`'s protocol.
-fn nil_reply(out: &ReplyWriter) -> &'static [u8] {
-    match out.protocol() {
-        resp::Protocol::Resp2 => b"*-1\r\n",
-        resp::Protocol::Resp3 => b"_\r\n",
-    }
-}
-
 /// A blocking write (a pop, XREADGROUP ... BLOCK) on the leader of its keys: registered
 /// on its keys, then proposed (after this connection's earlier writes); answered at once
 /// when it took something (or failed), else it waits ([`Routed::Block`]). `wait` is its
@@ -320,7 +314,7 @@ async fn route_pop(
     let unblocked = Arc::new(std::sync::atomic::AtomicU8::new(0));
     let id = client.id();
     cl.waiters.register(id, &keys, &notify, &unblocked);
-    let nil = nil_reply(out);
+    let nil = out.protocol().null_array();
     let mut b = ClusterBlock {
         cl,
         id,
@@ -622,7 +616,7 @@ fn queue_write(
         command: for_protocol(out, command),
         touches,
         watch,
-        nil: nil_reply(out),
+        nil: out.protocol().null_array(),
     });
 }
 

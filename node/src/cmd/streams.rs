@@ -616,27 +616,45 @@ fn xdel(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
 // ------------------------------------------------------------------------------------------
 // XREAD / XREADGROUP
 
-/// Key positions of XREAD / XREADGROUP (Redis's `xreadGetKeys`).
-fn xread_keys(args: &Args<'_>) -> Vec<usize> {
-    let argc = args.len();
-    let mut streams_pos = None;
+/// What walking the options of XREAD / XREADGROUP finds (as Redis's `xreadGetKeys` walks
+/// them: up to STREAMS, stopping at anything that is not an option).
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct XreadOptions {
+    /// Position of BLOCK's milliseconds, when the command blocks.
+    pub block: Option<usize>,
+    /// Position of STREAMS.
+    pub streams: Option<usize>,
+}
+
+/// Walks the options of an XREAD / XREADGROUP of `argc` arguments (`arg(i)` is the i-th).
+pub fn xread_options<'a>(argc: usize, arg: impl Fn(usize) -> &'a [u8]) -> XreadOptions {
+    let mut found = XreadOptions::default();
     let mut i = 1;
     while i < argc {
-        let a = args.arg(i);
+        let a = arg(i);
         if is(a, "block") || is(a, "count") {
+            if is(a, "block") && i + 1 < argc {
+                found.block = Some(i + 1);
+            }
             i += 1;
         } else if is(a, "group") {
             i += 2;
         } else if is(a, "noack") {
         } else if is(a, "streams") {
-            streams_pos = Some(i);
+            found.streams = Some(i);
             break;
         } else {
             break;
         }
         i += 1;
     }
-    let Some(p) = streams_pos else {
+    found
+}
+
+/// Key positions of XREAD / XREADGROUP (Redis's `xreadGetKeys`).
+fn xread_keys(args: &Args<'_>) -> Vec<usize> {
+    let argc = args.len();
+    let Some(p) = xread_options(argc, |i| args.arg(i)).streams else {
         return Vec::new();
     };
     let num = argc - p - 1;
@@ -1899,4 +1917,37 @@ fn xsetid(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
     ctx.notify(STREAM, "xsetid", args.arg(1));
     ctx.out.ok();
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn xread_option_walk() {
+        let at = |s: &str| {
+            let args: Vec<&[u8]> = s.split(' ').map(str::as_bytes).collect();
+            xread_options(args.len(), |i| args[i])
+        };
+        let found = |block, streams| XreadOptions { block, streams };
+        assert_eq!(
+            at("XREAD COUNT 2 BLOCK 100 STREAMS s $"),
+            found(Some(4), Some(5))
+        );
+        assert_eq!(
+            at("XREADGROUP GROUP g c BLOCK 0 STREAMS s >"),
+            found(Some(5), Some(6))
+        );
+        assert_eq!(at("XREAD STREAMS block 0"), found(None, Some(1)));
+        assert_eq!(
+            at("XREADGROUP GROUP block c STREAMS s >"),
+            found(None, Some(4))
+        );
+        assert_eq!(at("XREAD COUNT 1 STREAMS s 0"), found(None, Some(3)));
+        assert_eq!(
+            at("XREADGROUP GROUP g c NOACK STREAMS s >"),
+            found(None, Some(5))
+        );
+        assert_eq!(at("XREAD BLOCK"), found(None, None));
+    }
 }
