@@ -124,22 +124,23 @@ impl LastCommand {
         if self.len != 0 && name == &self.name[..usize::from(self.len)] {
             return Ok(self.idx as usize);
         }
-        let idx = resolve(server, args)?;
+        // A top-level command with a handler and no subcommands is what the name alone
+        // resolves to (`Registry::resolve`'s first case), so it may be kept; anything else
+        // (CONFIG GET resolves to config|get, which the next CONFIG SET must not reuse)
+        // goes through the full resolution every time.
         let reg = &server.registry;
-        // Cached only when the name alone chose the entry: not a subcommand (CONFIG GET
-        // resolves to config|get, which the next CONFIG SET must not reuse), not a
-        // container that a subcommand argument could redirect.
-        let spec = reg.entry(idx).spec;
-        if name.len() <= self.name.len()
-            && spec.handler.is_some()
-            && spec.subcommands.is_empty()
-            && reg.lookup(name) == Some(idx)
-        {
-            self.name[..name.len()].copy_from_slice(name);
-            self.len = name.len() as u8;
-            self.idx = idx as u32;
+        if let Some(idx) = reg.lookup(name) {
+            let spec = reg.entry(idx).spec;
+            if spec.handler.is_some() && spec.subcommands.is_empty() {
+                if name.len() <= self.name.len() {
+                    self.name[..name.len()].copy_from_slice(name);
+                    self.len = name.len() as u8;
+                    self.idx = idx as u32;
+                }
+                return Ok(idx);
+            }
         }
-        Ok(idx)
+        resolve(server, args)
     }
 }
 
@@ -419,15 +420,18 @@ impl Conn {
             match wake {
                 Wake::Served(reply) => self.out.buffer_mut().extend_from_slice(&reply),
                 Wake::Timeout => on_timeout.write(&mut self.out),
-                Wake::Error => {
-                    self.out
-                        .error("UNBLOCKED client unblocked via CLIENT UNBLOCK");
-                    WorkerStats::add(&self.stats.error_replies, 1);
-                }
+                Wake::Error => self.reply_unblocked(),
             }
             self.after_block(&server);
             return Ok(false);
         }
+    }
+
+    /// The reply of a blocked command that CLIENT UNBLOCK ... ERROR ended.
+    fn reply_unblocked(&mut self) {
+        self.out
+            .error("UNBLOCKED client unblocked via CLIENT UNBLOCK");
+        WorkerStats::add(&self.stats.error_replies, 1);
     }
 
     /// Waits for a cluster-mode blocking write's keys to be written and proposes it again,
@@ -456,8 +460,7 @@ impl Conn {
                             return Ok(false);
                         }
                         crate::cluster::block::UNBLOCK_ERROR => {
-                            self.out.error("UNBLOCKED client unblocked via CLIENT UNBLOCK");
-                            WorkerStats::add(&self.stats.error_replies, 1);
+                            self.reply_unblocked();
                             return Ok(false);
                         }
                         _ => {}
