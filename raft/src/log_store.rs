@@ -132,10 +132,20 @@ impl RocksLogStore {
         what: &'static str,
         value: &T,
     ) -> Result<(), Error> {
+        self.db.write(self.meta_batch(name, what, value)?)
+    }
+
+    /// A batch that sets this group's metadata `name` to `value`.
+    fn meta_batch<T: serde::Serialize>(
+        &self,
+        name: &[u8],
+        what: &'static str,
+        value: &T,
+    ) -> Result<WriteBatch, Error> {
         let mut batch = WriteBatch::default();
         self.db
             .put_meta(&mut batch, self.group, name, what, value)?;
-        self.db.write(batch)
+        Ok(batch)
     }
 
     /// Appends entries in one batch; `done` hears when it is durable.
@@ -230,16 +240,8 @@ impl RaftLogStorage<TypeConfig> for RocksLogStore {
     /// fsync of its own, which would stall the group's task on every commit. A hint lost
     /// in a power failure is an older one, and the entries it covers were written before it.
     async fn save_committed(&mut self, committed: Option<LogId>) -> Result<(), StorageError> {
-        let mut batch = WriteBatch::default();
-        self.db
-            .put_meta(
-                &mut batch,
-                self.group,
-                codec::META_COMMITTED,
-                "committed log id",
-                &committed,
-            )
-            .and_then(|()| self.db.write_lazy(batch))
+        self.meta_batch(codec::META_COMMITTED, "committed log id", &committed)
+            .and_then(|batch| self.db.write_lazy(batch))
             .map_err(|e| storage_err(ErrorSubject::Store, ErrorVerb::Write, e))
     }
 
