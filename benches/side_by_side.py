@@ -103,11 +103,6 @@ def proc_cpu_split(pid: int) -> tuple[float, float]:
     return int(rest[11]) / CLK_TCK, int(rest[12]) / CLK_TCK
 
 
-def proc_cpu_seconds(pid: int) -> float:
-    """utime + stime of every thread of `pid`, in seconds."""
-    return sum(proc_cpu_split(pid))
-
-
 def machine_busy_seconds() -> float:
     """CPU-seconds all CPUs have spent running processes since boot (/proc/stat).
 
@@ -134,7 +129,6 @@ class Window:
     def __init__(self, pid: int) -> None:
         self.pid = pid
         self.user0, self.sys0 = proc_cpu_split(pid)
-        self.server0 = self.user0 + self.sys0
         self.user_s: float | None = None
         self.sys_s: float | None = None
         self.busy0 = machine_busy_seconds()
@@ -148,7 +142,7 @@ class Window:
         """
         user, sys_ = proc_cpu_split(self.pid)
         self.user_s, self.sys_s = user - self.user0, sys_ - self.sys0
-        server = user + sys_ - self.server0
+        server = self.user_s + self.sys_s
         busy = machine_busy_seconds() - self.busy0
         ours = own_and_children_cpu_seconds() - self.ours0
         wall = time.monotonic() - self.t0
