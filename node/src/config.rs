@@ -334,6 +334,14 @@ static DIRECTIVES: &[Directive] = &[
         mutable: false,
     },
     Directive {
+        // A member's client address (host:port): this node joins that cluster instead of
+        // bootstrapping one (see cluster::node).
+        name: "cluster-join",
+        kind: Kind::Str,
+        default: "",
+        mutable: false,
+    },
+    Directive {
         name: "cluster-groups",
         kind: Kind::Int { min: 1, max: 16384 },
         default: "64",

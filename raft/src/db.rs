@@ -165,6 +165,35 @@ impl RaftDb {
         Ok(groups)
     }
 
+    /// The index of the last entry of `group` known committed when it was last stored (the
+    /// committed hint openraft applies up to when the group opens), if any.
+    pub fn committed_index(&self, group: GroupId) -> Result<Option<u64>, Error> {
+        let committed: Option<Option<crate::typ::LogId>> =
+            self.get_meta(group, codec::META_COMMITTED, "committed log id")?;
+        Ok(committed.flatten().map(|l| l.index))
+    }
+
+    /// Deletes everything stored for `group` (log, vote, snapshot, marks), durably: a node
+    /// that no longer holds a replica of the group forgets it, and a later replica on this
+    /// node starts empty.
+    pub fn delete_group(&self, group: GroupId) -> Result<(), Error> {
+        let from = group.0.to_be_bytes().to_vec();
+        // Past every key of the group: the next prefix, or for the last group id a key
+        // longer than any it has.
+        let to = match group.0.checked_add(1) {
+            Some(next) => next.to_be_bytes().to_vec(),
+            None => vec![0xff; 64],
+        };
+        let mut batch = WriteBatch::default();
+        for name in [CF_LOGS, CF_META] {
+            batch.delete_range_cf(self.cf(name)?, &from, &to);
+        }
+        let mut opts = WriteOptions::default();
+        opts.set_sync(true);
+        self.db.write_opt(batch, &opts)?;
+        Ok(())
+    }
+
     /// The filesystem path of the database.
     pub fn path(&self) -> &Path {
         self.db.path()

@@ -138,6 +138,13 @@ impl<S: StateMachine, T: GroupTransport> MultiRaft<S, T> {
         Ok(())
     }
 
+    /// Stops this node's member of `group` and deletes what the node stored for it (a
+    /// replica moved to another node). The group's state machine data is the caller's.
+    pub async fn remove_group(&self, group: GroupId) -> Result<(), Error> {
+        self.close_group(group).await?;
+        self.db.delete_group(group)
+    }
+
     /// Stops every group (their data stays on disk).
     pub async fn shutdown(&self) -> Result<(), Error> {
         let groups: Vec<Group<S>> = std::mem::take(&mut *self.groups.write())

@@ -44,16 +44,19 @@ def _free_ports(n: int) -> list[int]:
 class Node:
     """One ember process in cluster mode; its directory outlives restarts."""
 
-    def __init__(self, port: int, bus: int, bootstrap: str, workdir: str, groups: int = GROUPS):
+    def __init__(self, port: int, bus: int, bootstrap: str, workdir: str, groups: int = GROUPS,
+                 join: str = ""):
         self.port, self.bus, self.bootstrap, self.workdir = port, bus, bootstrap, workdir
-        self.groups = groups
+        self.groups, self.join = groups, join
         self.proc: subprocess.Popen | None = None
         self.log = os.path.join(workdir, "server.log")
 
     def start(self) -> None:
         argv = [str(find_ember_bin()), "--port", str(self.port), "--bind", HOST,
                 "--dir", self.workdir, "--cluster-enabled", "yes",
-                "--cluster-bootstrap", self.bootstrap, "--cluster-port", str(self.bus),
+                *(["--cluster-join", self.join] if self.join
+                  else ["--cluster-bootstrap", self.bootstrap]),
+                "--cluster-port", str(self.bus),
                 "--cluster-groups", str(self.groups),
                 "--cluster-node-timeout", str(NODE_TIMEOUT_MS)]
         logf = open(self.log, "ab")
@@ -862,3 +865,95 @@ def test_full_restart_keeps_data(cluster):
     rc = cluster.rc(decode_responses=True)
     assert [rc.get(f"durable:{i}") for i in range(100)] == [str(i) for i in range(100)]
     rc.close()
+
+
+def _held_keys(node: Node) -> int:
+    """Keys this node holds a replica of (a READONLY connection's DBSIZE)."""
+    with node.client() as r:
+        r.execute_command("READONLY")
+        return r.dbsize()
+
+
+def _wait(what: str, check, timeout: float = 60):
+    deadline = time.monotonic() + timeout
+    last = None
+    while time.monotonic() < deadline:
+        try:
+            last = check()
+            if last is True:
+                return
+        except redis.RedisError as e:
+            last = e
+        time.sleep(0.2)
+    raise AssertionError(f"{what}: not after {timeout}s (last: {last})")
+
+
+def test_join_and_forget_move_groups_under_load():
+    """A fourth node joins a running cluster (`cluster-join`) during a write load: the
+    metadata group gives it its share of the replicas, the groups move to it (learner,
+    then voter, old member removed and emptied), it comes to lead some; then CLUSTER
+    FORGET moves a node's replicas away and drops it. No acknowledged write is lost, every
+    key keeps exactly three replicas, and the joined node keeps its id over a restart."""
+    c = Cluster().start()
+    try:
+        rc = c.rc(decode_responses=True)
+        for i in range(300):
+            rc.set(f"j{i}", i)
+        load = WriteLoad(c, "join").start()
+        port, bus = _free_ports(2)
+        d = os.path.join(c.root, "n4")
+        os.makedirs(d)
+        n4 = Node(port, bus, "", d, GROUPS, join=f"{HOST}:{c.nodes[1].port}")
+        c.nodes.append(n4)
+        n4.start()
+        n4_id = n4.client(decode_responses=True).cluster("MYID")
+
+        def joined():
+            infos = [n.client().cluster("INFO") for n in c.nodes]
+            if not all(int(i["cluster_known_nodes"]) == 4 for i in infos):
+                return [i["cluster_known_nodes"] for i in infos]
+            # 8 groups x 3 replicas over 4 nodes: 6 each, and n4 leads some.
+            line = next(l for l in c.nodes[0].client(decode_responses=True)
+                        .execute_command("CLUSTER", "NODES").splitlines() if l.startswith(n4_id))
+            return len(line.split()) > 8 or line
+        _wait("node 4 joined and leads some groups", joined)
+        c.wait_ok()
+        load.finish()
+        load.check()
+        assert all(rc.get(f"j{i}") == str(i) for i in range(300))
+        total = sum(1 for _ in rc.scan_iter(count=1000))
+        _wait("every key on exactly 3 nodes",
+              lambda: sum(_held_keys(n) for n in c.nodes) == 3 * total
+              or [_held_keys(n) for n in c.nodes])
+        assert 0 < _held_keys(n4) < total
+
+        # FORGET node 2: its replicas move away, it leaves the topology and is emptied.
+        n2 = c.nodes[1]
+        n2_id = n2.client(decode_responses=True).cluster("MYID")
+        assert c.nodes[0].client().execute_command("CLUSTER", "FORGET", n2_id) in (b"OK", "OK", True)
+        _wait("node 2 emptied", lambda: _held_keys(n2) == 0)
+        for n in (c.nodes[0], c.nodes[2], n4):
+            _wait("node 2 forgotten", lambda n=n: n2_id not in n.client(decode_responses=True)
+                  .execute_command("CLUSTER", "NODES"))
+        n2.stop()
+        c.wait_ok()
+        rc.close()
+        rc = c.rc(decode_responses=True)
+        assert all(rc.get(f"j{i}") == str(i) for i in range(300))
+        _wait("every key on the 3 remaining nodes",
+              lambda: all(_held_keys(n) == total for n in c.alive())
+              or [_held_keys(n) for n in c.alive()])
+        with pytest.raises(redis.ResponseError, match="Unknown node"):
+            c.nodes[0].client().execute_command("CLUSTER", "FORGET", n2_id)
+
+        # The joined node comes back with its id and its data.
+        n4.stop()
+        n4.start()
+        assert n4.client(decode_responses=True).cluster("MYID") == n4_id
+        c.wait_ok()
+        assert _held_keys(n4) == total
+        assert all(rc.get(f"j{i}") == str(i) for i in range(300))
+        rc.close()
+    finally:
+        c.stop()
+        shutil.rmtree(c.root, ignore_errors=True)

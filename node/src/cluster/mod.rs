@@ -10,14 +10,18 @@
 //! - `state_machine.rs`: [`ClusterStateMachine`] (`raft::StateMachine`), [`run_at`] (one
 //!   command at a given time and seed, as apply runs it), [`encode_command`].
 //!
+//! - `meta.rs`: the metadata group (group 0): [`meta::Topology`] (nodes, placements,
+//!   epoch), its state machine, and the enum of a group's state machine.
 //! - `node.rs`: [`Cluster`], the node's peers, groups, Raft runtime and bus (cluster mode
-//!   started from `cluster-enabled yes` and `cluster-bootstrap`).
+//!   started from `cluster-enabled yes` and `cluster-bootstrap` or `cluster-join`), and
+//!   the task that follows the topology (groups opened, moved, closed).
 //! - `route.rs`: where a client's command runs: `-CROSSSLOT`, `-MOVED`, proposals of
 //!   writes, leader-checked reads.
 //! - `watch.rs`: WATCH, checked by the group's leader against what it proposed.
 //! - `block.rs`: blocking pops, proposed again when an applied write readies their keys.
 
 pub mod block;
+pub mod meta;
 pub mod node;
 pub mod route;
 mod state_machine;

@@ -2,37 +2,55 @@
 //! runtime that drives them and the bus that connects them.
 //!
 //! # Bootstrap
-//! Every node is started with the same `cluster-bootstrap` list (`host:port[@busport]`,
-//! comma-separated). The list's order gives node ids (1, 2, ...); a node finds itself by its
-//! announce address and port. The slots are split into `cluster-groups` groups; group `g`
-//! is replicated on `cluster-replicas` nodes starting at node `((g-1) mod N) + 1`, and that
-//! first member initializes the group (once: a group with state on disk is not initialized
-//! again). Its first election usually makes it the leader, so leaders start spread evenly.
-//! No coordinator: each node opens its groups, serves the bus, and the groups elect.
+//! Every node of a new cluster is started with the same `cluster-bootstrap` list
+//! (`host:port[@busport]`, comma-separated). The list's order gives node ids (1, 2, ...); a
+//! node finds itself by its announce address and port. The slots are split into
+//! `cluster-groups` groups; group `g` is replicated on `cluster-replicas` nodes starting at
+//! node `((g-1) mod N) + 1`, and that first member initializes the group (once: a group
+//! with state on disk is not initialized again). Its first election usually makes it the
+//! leader, so leaders start spread evenly. Node 1 initializes the metadata group (group 0,
+//! voters: the first `cluster-replicas` nodes) and, as its leader, proposes this bootstrap
+//! topology as its first entry. No coordinator: each node opens its groups, serves the
+//! bus, and the groups elect.
+//!
+//! # Joining, leaving, moving groups
+//! A node started with `cluster-join host:port` (any member's client address) asks it for
+//! an id (`CLUSTER JOIN`, proposed to the metadata group, which also moves replicas to the
+//! new node until every node holds its share) and keeps the id in its Raft directory. The
+//! metadata group's leader adds every node to group 0 (a learner beyond its voters), so
+//! every node applies the topology ([`super::meta`]) and follows it ([`maintain`]): it
+//! opens the groups placed on it, each group's leader adds new members as learners, waits
+//! until they have caught up, then replaces the voters; a member moved away learns it is
+//! a learner now, closes the group and deletes its keys and Raft state. `CLUSTER FORGET`
+//! moves a node's replicas away the same way and drops it from the topology.
 //!
 //! # Threads
 //! openraft's tasks (one core task per group, replication, apply) run on a small
 //! multi-threaded tokio runtime of their own (`ember-raft`); client connections on the
 //! workers talk to it through channels only (proposals, read checks, metrics).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use cluster_bus::{BusConfig, BusCounters, BusServer, BusTransport, RunningBus};
-use raft::openraft::{Config as RaftConfig, RaftMetrics, ServerState, SnapshotPolicy};
-use raft::{DbOptions, GroupId, MultiRaft, Node, NodeId, Raft, RaftDb, SLOTS};
+use parking_lot::RwLock;
+use raft::openraft::{
+    ChangeMembers, Config as RaftConfig, RaftMetrics, ServerState, SnapshotPolicy,
+};
+use raft::{DbOptions, GroupId, MultiRaft, Node, NodeId, Raft, RaftDb, Request, SLOTS};
 use tokio::sync::watch;
 
+use super::meta::{GroupMachine, MetaStateMachine, Topology};
 use super::ClusterStateMachine;
 use crate::config::Config;
 use crate::server::Server;
 
 /// The Raft manager of a node in cluster mode.
-pub type Multi = MultiRaft<ClusterStateMachine, BusTransport>;
+pub type Multi = MultiRaft<GroupMachine, BusTransport>;
 
 /// How reads on a group's leader prove the leader is still the leader.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -44,10 +62,10 @@ pub enum ReadMode {
     ReadIndex,
 }
 
-/// One node of the cluster, as every node knows it from the bootstrap list.
-#[derive(Debug, Clone)]
+/// One node of the cluster, as the topology records it.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Peer {
-    /// Raft node id (1-based position in the bootstrap list).
+    /// Raft node id (1-based position in the bootstrap list, then in order of joining).
     pub id: NodeId,
     /// The 40-hex-digit name CLUSTER NODES / MYID show (the same on every node).
     pub name: String,
@@ -71,7 +89,7 @@ impl Peer {
     }
 }
 
-/// This node's member of one data group.
+/// This node's member of one group.
 pub struct GroupHandle {
     /// The group.
     pub id: GroupId,
@@ -86,6 +104,26 @@ pub struct GroupHandle {
     /// What this node proposed to the group (WATCH's check); proposals number their entries
     /// under this lock.
     pub track: tokio::sync::Mutex<super::watch::WriteTrack>,
+    /// A membership change of the group is under way from this node (its leader).
+    changing: AtomicBool,
+    /// Unix ms since when the topology no longer places this node in the group (0: it
+    /// does).
+    unplaced_since: AtomicU64,
+}
+
+impl GroupHandle {
+    fn new(id: GroupId, raft: Raft) -> Self {
+        GroupHandle {
+            id,
+            metrics: raft.metrics(),
+            raft,
+            lease_until: AtomicU64::new(0),
+            lease_term: AtomicU64::new(0),
+            track: Default::default(),
+            changing: AtomicBool::new(false),
+            unplaced_since: AtomicU64::new(0),
+        }
+    }
 }
 
 /// Leadership of one group as this node sees it now.
@@ -103,8 +141,6 @@ pub struct Leadership {
 pub struct Cluster {
     /// This node's id.
     pub me: NodeId,
-    /// Every node, by id - 1.
-    pub peers: Vec<Peer>,
     /// Number of data groups the slots are split into.
     pub groups: u32,
     /// Replicas per group.
@@ -115,10 +151,18 @@ pub struct Cluster {
     pub op_timeout: Duration,
     /// Lease length after a confirmed quorum round.
     lease: Duration,
-    /// Members of each group, by group id (index 0, the metadata group, unused).
-    placement: Vec<Vec<NodeId>>,
-    /// This node's groups, by group id (None where it is not a member).
-    handles: Vec<Option<GroupHandle>>,
+    /// This node's addresses and name.
+    myself: Peer,
+    /// The topology the metadata group applied (before its first entry: this node's
+    /// reading of `cluster-bootstrap`).
+    topology: watch::Receiver<Arc<Topology>>,
+    /// This node's groups, by group id (index 0: the metadata group).
+    handles: RwLock<Vec<Option<Arc<GroupHandle>>>>,
+    /// The bootstrap topology, on nodes started from `cluster-bootstrap`: what the
+    /// metadata group is initialized with.
+    genesis: Option<Arc<Topology>>,
+    /// The node whose keyspace the data groups hold.
+    server: Weak<Server>,
     /// The groups' manager (kept alive; the bus serves it).
     multi: Arc<Multi>,
     /// The bus server (kept alive).
@@ -129,17 +173,35 @@ pub struct Cluster {
     epoch: Instant,
     /// Seeds of proposals (mixed with the time).
     seeds: AtomicU64,
-    /// Per peer (by id - 1): Unix ms of the last answered bus ping (0: never).
-    pongs: Arc<Vec<AtomicU64>>,
+    /// Per other node: Unix ms of the last answered bus ping (0: never).
+    pongs: RwLock<BTreeMap<NodeId, Arc<AtomicU64>>>,
     /// The node timeout (ms): a peer silent for longer is marked failing.
     pub node_timeout: u64,
-    /// Per peer (by id - 1; `None` for this node): the queue of PUBLISH messages to send.
-    publish_queues: Vec<Option<tokio::sync::mpsc::Sender<(Bytes, Bytes)>>>,
+    /// Per other node: the queue of PUBLISH messages to send, and its pinger task.
+    links: parking_lot::Mutex<BTreeMap<NodeId, Link>>,
     /// Connections waiting in a blocking write (a pop, XREADGROUP ... BLOCK), woken by
     /// applied writes to their keys and by CLIENT UNBLOCK.
     pub waiters: super::block::KeyWaiters,
     /// The runtime of the groups and the bus; dropped last.
     rt: tokio::runtime::Runtime,
+}
+
+/// This node's tasks toward one other node.
+struct Link {
+    /// Where the node's bus is (a moved node gets new tasks).
+    bus_addr: String,
+    /// PUBLISH messages for it.
+    publish: tokio::sync::mpsc::Sender<(Bytes, Bytes)>,
+    /// Its pinger and publish forwarder.
+    tasks: [tokio::task::JoinHandle<()>; 2],
+}
+
+impl Drop for Link {
+    fn drop(&mut self) {
+        for t in &self.tasks {
+            t.abort();
+        }
+    }
 }
 
 /// The bootstrap list parsed: (ip, port, bus port) per node.
@@ -172,26 +234,18 @@ fn parse_bootstrap(text: &str) -> Result<Vec<(String, u16, u16)>, String> {
     Ok(out)
 }
 
-/// The members of group `g` out of `nodes` nodes with `replicas` replicas; the first
-/// initializes it.
-pub fn placement(g: u32, nodes: usize, replicas: usize) -> Vec<NodeId> {
-    let n = nodes as u64;
-    (0..replicas.min(nodes) as u64)
-        .map(|i| ((u64::from(g) - 1 + i) % n) + 1)
-        .collect()
-}
+/// The file (in the Raft database's directory) where a node that joined keeps its id.
+const NODE_ID_FILE: &str = "EMBER-NODE-ID";
 
-/// The 40-hex name of node `id` in the cluster described by `bootstrap`.
-fn node_name(bootstrap: &str, id: NodeId) -> String {
-    let mut h = sha1_smol::Sha1::new();
-    h.update(format!("ember-node\n{bootstrap}\n{id}").as_bytes());
-    h.digest().to_string()
-}
+/// How long a joining node waits for the cluster to take it in.
+const JOIN_WAIT: Duration = Duration::from_secs(60);
 
 impl Cluster {
     /// Joins the cluster configured in `config`: opens the Raft database under the working
-    /// directory, this node's groups over `server`'s keyspace, the bus listener; initializes
-    /// the groups this node starts. Returns once all of that is running (elections go on).
+    /// directory, the metadata group, this node's data groups over `server`'s keyspace, the
+    /// bus listener; initializes the groups this node starts. Returns once all of that is
+    /// running (elections go on). With `cluster-join`, first asks that node for an id
+    /// and waits until the metadata group has reached this node.
     pub fn start(server: &Arc<Server>, config: &Config) -> Result<Arc<Cluster>, String> {
         let port = config.get_u64("port") as u16;
         let announce = match config.get("cluster-announce-ip") {
@@ -199,41 +253,18 @@ impl Cluster {
             ip => ip.to_string(),
         };
         let text = config.get("cluster-bootstrap").to_string();
+        let join = config.get("cluster-join").to_string();
+        let own_bus = match config.get_u64("cluster-port") {
+            0 => port.checked_add(10000).ok_or("no cluster bus port")?,
+            p => p as u16,
+        };
         let mut list = parse_bootstrap(&text)?;
-        if list.is_empty() {
-            let bus = match config.get_u64("cluster-port") {
-                0 => port.checked_add(10000).ok_or("no cluster bus port")?,
-                p => p as u16,
-            };
-            list.push((announce.clone(), port, bus));
+        if !join.is_empty() && !list.is_empty() {
+            return Err("cluster-join and cluster-bootstrap exclude each other".into());
         }
-        let me = list
-            .iter()
-            .position(|(ip, p, _)| *ip == announce && *p == port)
-            .ok_or_else(|| {
-                format!("this node ({announce}:{port}) is not in cluster-bootstrap ({text}); set cluster-announce-ip")
-            })?;
-        let bus_port = list[me].2;
-        let configured = config.get_u64("cluster-port") as u16;
-        if configured != 0 && configured != bus_port {
-            return Err(format!(
-                "cluster-port {configured} disagrees with cluster-bootstrap's bus port {bus_port}"
-            ));
+        if list.is_empty() && join.is_empty() {
+            list.push((announce.clone(), port, own_bus));
         }
-        let peers: Vec<Peer> = list
-            .iter()
-            .enumerate()
-            .map(|(i, (ip, p, b))| Peer {
-                id: i as u64 + 1,
-                name: node_name(&text, i as u64 + 1),
-                ip: ip.clone(),
-                port: *p,
-                bus_port: *b,
-            })
-            .collect();
-        let me = me as u64 + 1;
-        let groups = config.get_u64("cluster-groups") as u32;
-        let replicas = config.get_u64("cluster-replicas") as usize;
         let timeout = config.get_u64("cluster-node-timeout").max(100);
         let read_mode = match config.get("cluster-read-mode") {
             "readindex" => ReadMode::ReadIndex,
@@ -271,19 +302,69 @@ impl Cluster {
             .map_err(|e| format!("can't start the raft runtime: {e}"))?;
         let dir = config.get("cluster-config-file").to_string();
         let sync = config.get_bool("cluster-fsync");
-        let placement: Vec<Vec<NodeId>> = (0..=groups)
-            .map(|g| {
-                if g == 0 {
-                    Vec::new()
-                } else {
-                    placement(g, peers.len(), replicas)
+
+        // Who this node is: its place in the bootstrap list, or the id the cluster gave it.
+        let (me, genesis) = if join.is_empty() {
+            let me = list
+                .iter()
+                .position(|(ip, p, _)| *ip == announce && *p == port)
+                .ok_or_else(|| {
+                    format!("this node ({announce}:{port}) is not in cluster-bootstrap ({text}); set cluster-announce-ip")
+                })?;
+            let configured = config.get_u64("cluster-port") as u16;
+            if configured != 0 && configured != list[me].2 {
+                return Err(format!(
+                    "cluster-port {configured} disagrees with cluster-bootstrap's bus port {}",
+                    list[me].2
+                ));
+            }
+            let peers: Vec<Peer> = list
+                .iter()
+                .enumerate()
+                .map(|(i, (ip, p, b))| Peer {
+                    id: i as u64 + 1,
+                    name: super::meta::node_name(&text, i as u64 + 1),
+                    ip: ip.clone(),
+                    port: *p,
+                    bus_port: *b,
+                })
+                .collect();
+            let groups = config.get_u64("cluster-groups") as u32;
+            let replicas = config.get_u64("cluster-replicas") as usize;
+            let genesis = Topology::genesis(groups, replicas, peers);
+            (me as u64 + 1, Some(Arc::new(genesis)))
+        } else {
+            let id_file = std::path::Path::new(&dir).join(NODE_ID_FILE);
+            let me = match std::fs::read_to_string(&id_file) {
+                Ok(t) => t
+                    .trim()
+                    .parse::<NodeId>()
+                    .map_err(|_| format!("bad node id in {}", id_file.display()))?,
+                Err(_) => {
+                    let me = rt.block_on(ask_to_join(&join, &announce, port, own_bus, timeout))?;
+                    std::fs::create_dir_all(&dir)
+                        .and_then(|_| std::fs::write(&id_file, format!("{me}\n")))
+                        .map_err(|e| format!("can't write {}: {e}", id_file.display()))?;
+                    me
                 }
-            })
-            .collect();
-        let bus_addr: SocketAddr = format!("{}:{}", peers[me as usize - 1].ip, bus_port)
+            };
+            (me, None)
+        };
+        let myself = match &genesis {
+            Some(g) => g.nodes[&me].clone(),
+            None => Peer {
+                id: me,
+                name: String::new(),
+                ip: announce.clone(),
+                port,
+                bus_port: own_bus,
+            },
+        };
+        let bus_addr: SocketAddr = format!("{}:{}", myself.ip, myself.bus_port)
             .parse()
             .map_err(|e| format!("bad cluster bus address: {e}"))?;
-        let (multi, bus, handles) = rt.block_on(async {
+        let (topo_tx, topo_rx) = watch::channel(genesis.clone().unwrap_or_default());
+        let (multi, bus, meta) = rt.block_on(async {
             let db = RaftDb::open_with(
                 &dir,
                 DbOptions {
@@ -296,27 +377,13 @@ impl Cluster {
             let multi = Arc::new(
                 MultiRaft::new(me, db, raft_config, transport).map_err(|e| e.to_string())?,
             );
-            let mut handles: Vec<Option<GroupHandle>> = (0..=groups).map(|_| None).collect();
-            for g in 1..=groups {
-                if !placement[g as usize].contains(&me) {
-                    continue;
-                }
-                let gid = GroupId(g);
-                let sm =
-                    ClusterStateMachine::new(server.clone(), gid, groups).ok_or("bad group")?;
-                let group = multi
-                    .open_group(gid, sm)
-                    .await
-                    .map_err(|e| format!("can't open {gid}: {e}"))?;
-                handles[g as usize] = Some(GroupHandle {
-                    id: gid,
-                    metrics: group.raft.metrics(),
-                    raft: group.raft,
-                    lease_until: AtomicU64::new(0),
-                    lease_term: AtomicU64::new(0),
-                    track: Default::default(),
-                });
-            }
+            let meta = multi
+                .open_group(
+                    GroupId::META,
+                    GroupMachine::Meta(MetaStateMachine::new(topo_tx)),
+                )
+                .await
+                .map_err(|e| format!("can't open the metadata group: {e}"))?;
             let listener = tokio::net::TcpListener::bind(bus_addr)
                 .await
                 .map_err(|e| format!("can't listen on the cluster bus {bus_addr}: {e}"))?;
@@ -327,110 +394,215 @@ impl Cluster {
             });
             let bus_counters = bus.counters();
             let bus = bus.spawn(listener).map_err(|e| e.to_string())?;
-            for h in handles.iter().flatten() {
-                let members = &placement[h.id.0 as usize];
-                if members[0] != me {
-                    continue;
-                }
-                let init = h.raft.is_initialized().await.map_err(|e| e.to_string())?;
-                if !init {
-                    let nodes: BTreeMap<NodeId, Node> = members
-                        .iter()
-                        .map(|&id| (id, peers[id as usize - 1].raft_node()))
-                        .collect();
-                    h.raft
-                        .initialize(nodes)
+            if let Some(g) = &genesis {
+                let voters = g.members(0);
+                if voters.first() == Some(&me)
+                    && !meta
+                        .raft
+                        .is_initialized()
                         .await
-                        .map_err(|e| format!("can't initialize {}: {e}", h.id))?;
+                        .map_err(|e| e.to_string())?
+                {
+                    meta.raft
+                        .initialize(raft_nodes(g, voters))
+                        .await
+                        .map_err(|e| format!("can't initialize the metadata group: {e}"))?;
                 }
             }
-            Ok::<_, String>((multi, (bus, bus_counters), handles))
+            Ok::<_, String>((multi, (bus, bus_counters), meta))
         })?;
         let (bus, bus_counters) = bus;
-        rt.spawn(send_heartbeats(
-            handles
-                .iter()
-                .flatten()
-                .map(|h| (h.raft.clone(), h.metrics.clone()))
-                .collect(),
-            Duration::from_millis(heartbeat_interval),
-        ));
-        if config.get_bool("cluster-rebalance") {
-            rt.spawn(rebalance(
-                me,
-                handles
-                    .iter()
-                    .flatten()
-                    .map(|h| (h.id, h.raft.clone(), h.metrics.clone()))
-                    .collect(),
-                Duration::from_millis(timeout),
+        // What the metadata group says: a restarted node first replays what it had
+        // committed (so it opens the groups placed on it now, not at bootstrap); a joining
+        // node waits until the cluster has sent it the topology that has it.
+        let committed = multi
+            .db()
+            .committed_index(GroupId::META)
+            .map_err(|e| e.to_string())?
+            .unwrap_or(0);
+        let mut topo_wait = topo_rx.clone();
+        let topo = rt.block_on(async {
+            let replayed = async {
+                while meta.state.last_applied().map_or(0, |l| l.index) < committed {
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                }
+                if genesis.is_none() {
+                    let _ = topo_wait.wait_for(|t| t.nodes.contains_key(&me)).await;
+                }
+            };
+            let _ = tokio::time::timeout(JOIN_WAIT, replayed).await;
+            topo_wait.borrow().clone()
+        });
+        if !topo.nodes.contains_key(&me) && genesis.is_none() {
+            return Err(format!(
+                "the cluster at {join} did not send its topology within {} s",
+                JOIN_WAIT.as_secs()
             ));
         }
-        let pongs: Arc<Vec<AtomicU64>> =
-            Arc::new(peers.iter().map(|_| AtomicU64::new(0)).collect());
-        rt.spawn(ping_peers(
+        let groups = topo.groups;
+        let myself = topo.nodes.get(&me).cloned().unwrap_or(myself);
+        let mut handles: Vec<Option<Arc<GroupHandle>>> = (0..=groups).map(|_| None).collect();
+        handles[0] = Some(Arc::new(GroupHandle::new(GroupId::META, meta.raft)));
+        let cl = Arc::new(Cluster {
             me,
-            peers
-                .iter()
-                .map(|p| format!("{}:{}", p.ip, p.bus_port))
-                .collect(),
-            pongs.clone(),
-            timeout,
-        ));
-        let publish_queues = peers
-            .iter()
-            .map(|p| {
-                (p.id != me).then(|| {
-                    let (tx, rx) = tokio::sync::mpsc::channel(PUBLISH_QUEUE);
-                    rt.spawn(forward_publishes(
-                        me,
-                        format!("{}:{}", p.ip, p.bus_port),
-                        rx,
-                        timeout,
-                    ));
-                    tx
-                })
-            })
-            .collect();
-        tracing::info!(
-            node = me,
-            nodes = peers.len(),
             groups,
-            replicas,
-            bus = %bus_addr,
-            "cluster mode: groups open"
-        );
-        Ok(Arc::new(Cluster {
-            me,
-            peers,
-            groups,
-            replicas,
+            replicas: topo.replicas,
             read_mode,
             op_timeout: Duration::from_millis(timeout.max(1000) * 2),
             lease: Duration::from_millis(election_min.saturating_sub(timeout / 10)),
-            placement,
-            handles,
+            myself,
+            topology: topo_rx,
+            handles: RwLock::new(handles),
+            genesis,
+            server: Arc::downgrade(server),
             multi,
             _bus: bus,
             bus_counters,
             epoch: Instant::now(),
             seeds: AtomicU64::new(rand::random()),
-            pongs,
+            pongs: RwLock::new(BTreeMap::new()),
             node_timeout: timeout,
-            publish_queues,
+            links: parking_lot::Mutex::new(BTreeMap::new()),
             waiters: Default::default(),
             rt,
-        }))
+        });
+        // Open the data groups placed here; the bootstrap's first members initialize theirs
+        // while the placement is still the bootstrap's.
+        cl.rt.block_on(cl.open_placed(&topo))?;
+        cl.sync_links(&topo);
+        let weak = Arc::downgrade(&cl);
+        cl.rt.spawn(send_heartbeats(
+            weak.clone(),
+            Duration::from_millis(heartbeat_interval),
+        ));
+        cl.rt
+            .spawn(maintain(weak.clone(), Duration::from_millis(timeout / 5)));
+        if config.get_bool("cluster-rebalance") {
+            cl.rt.spawn(rebalance(weak, Duration::from_millis(timeout)));
+        }
+        tracing::info!(
+            node = me,
+            nodes = topo.nodes.len(),
+            groups,
+            replicas = topo.replicas,
+            bus = %bus_addr,
+            "cluster mode: groups open"
+        );
+        Ok(cl)
+    }
+
+    /// Opens every data group `topo` places on this node that is not open yet (no
+    /// initialization: the group's leader adds this node), and initializes, while `topo`
+    /// is still the bootstrap placement, the groups whose first member this node is.
+    async fn open_placed(&self, topo: &Topology) -> Result<(), String> {
+        let Some(server) = self.server.upgrade() else {
+            return Ok(());
+        };
+        for g in 1..=self.groups {
+            if !topo.members(g).contains(&self.me) || self.handle(GroupId(g)).is_some() {
+                continue;
+            }
+            let gid = GroupId(g);
+            let sm =
+                ClusterStateMachine::new(server.clone(), gid, self.groups).ok_or("bad group")?;
+            let group = self
+                .multi
+                .open_group(gid, GroupMachine::Data(sm))
+                .await
+                .map_err(|e| format!("can't open {gid}: {e}"))?;
+            let bootstrap = self
+                .genesis
+                .as_ref()
+                .filter(|g0| topo.epoch <= 1 && g0.members(g) == topo.members(g));
+            if let Some(g0) = bootstrap {
+                let members = g0.members(g);
+                if members.first() == Some(&self.me)
+                    && !group
+                        .raft
+                        .is_initialized()
+                        .await
+                        .map_err(|e| e.to_string())?
+                {
+                    group
+                        .raft
+                        .initialize(raft_nodes(g0, members))
+                        .await
+                        .map_err(|e| format!("can't initialize {gid}: {e}"))?;
+                }
+            }
+            self.handles.write()[g as usize] = Some(Arc::new(GroupHandle::new(gid, group.raft)));
+        }
+        Ok(())
+    }
+
+    /// Starts the pinger and PUBLISH forwarder of every other node in `topo` that has
+    /// none (or whose bus moved), and stops those of nodes that left.
+    fn sync_links(&self, topo: &Topology) {
+        let mut links = self.links.lock();
+        links.retain(|id, l| {
+            topo.nodes
+                .get(id)
+                .is_some_and(|p| format!("{}:{}", p.ip, p.bus_port) == l.bus_addr)
+        });
+        for p in topo.nodes.values() {
+            if p.id == self.me || links.contains_key(&p.id) {
+                continue;
+            }
+            let addr = format!("{}:{}", p.ip, p.bus_port);
+            let pong = self
+                .pongs
+                .write()
+                .entry(p.id)
+                .or_insert_with(|| Arc::new(AtomicU64::new(0)))
+                .clone();
+            let (tx, rx) = tokio::sync::mpsc::channel(PUBLISH_QUEUE);
+            let tasks = [
+                self.rt.spawn(ping_peer(
+                    self.me,
+                    p.id,
+                    addr.clone(),
+                    pong,
+                    self.node_timeout,
+                )),
+                self.rt.spawn(forward_publishes(
+                    self.me,
+                    addr.clone(),
+                    rx,
+                    self.node_timeout,
+                )),
+            ];
+            links.insert(
+                p.id,
+                Link {
+                    bus_addr: addr,
+                    publish: tx,
+                    tasks,
+                },
+            );
+        }
     }
 
     /// This node.
     pub fn myself(&self) -> &Peer {
-        &self.peers[self.me as usize - 1]
+        &self.myself
+    }
+
+    /// The topology as this node knows it now.
+    pub fn topology(&self) -> Arc<Topology> {
+        self.topology.borrow().clone()
+    }
+
+    /// Every node of the cluster, by id.
+    pub fn nodes(&self) -> Vec<Peer> {
+        self.topology().nodes.values().cloned().collect()
     }
 
     /// Node `id`, if it is one.
-    pub fn peer(&self, id: NodeId) -> Option<&Peer> {
-        id.checked_sub(1).and_then(|i| self.peers.get(i as usize))
+    pub fn peer(&self, id: NodeId) -> Option<Peer> {
+        if id == self.me {
+            return Some(self.myself.clone());
+        }
+        self.topology.borrow().nodes.get(&id).cloned()
     }
 
     /// The data group owning `slot`.
@@ -443,17 +615,25 @@ impl Cluster {
         raft::group_slots(g, self.groups).unwrap_or(0..=SLOTS - 1)
     }
 
-    /// Members of group `g` (first: the node that initialized it).
-    pub fn members(&self, g: GroupId) -> &[NodeId] {
-        self.placement
-            .get(g.0 as usize)
-            .map(Vec::as_slice)
-            .unwrap_or(&[])
+    /// Members of group `g` as the topology places them.
+    pub fn members(&self, g: GroupId) -> Vec<NodeId> {
+        self.topology.borrow().members(g.0).to_vec()
     }
 
-    /// This node's member of group `g`, if it is a member.
-    pub fn handle(&self, g: GroupId) -> Option<&GroupHandle> {
-        self.handles.get(g.0 as usize).and_then(Option::as_ref)
+    /// This node's member of group `g`, if it has one open.
+    pub fn handle(&self, g: GroupId) -> Option<Arc<GroupHandle>> {
+        self.handles.read().get(g.0 as usize).and_then(Clone::clone)
+    }
+
+    /// This node's open data groups.
+    fn data_handles(&self) -> Vec<Arc<GroupHandle>> {
+        self.handles
+            .read()
+            .iter()
+            .skip(1)
+            .flatten()
+            .cloned()
+            .collect()
     }
 
     /// Leadership of group `g` as seen here; for a group this node is not in, nobody.
@@ -497,8 +677,8 @@ impl Cluster {
             Bytes::copy_from_slice(channel),
             Bytes::copy_from_slice(message),
         );
-        for tx in self.publish_queues.iter().flatten() {
-            let _ = tx.try_send((channel.clone(), message.clone()));
+        for l in self.links.lock().values() {
+            let _ = l.publish.try_send((channel.clone(), message.clone()));
         }
     }
 
@@ -506,6 +686,77 @@ impl Cluster {
     pub fn next_seed(&self) -> u64 {
         let n = self.seeds.fetch_add(0x9e37_79b9_7f4a_7c15, Relaxed);
         n ^ storage::clock::now_ns().rotate_left(17)
+    }
+
+    /// Runs a cluster-changing client command (`CLUSTER JOIN`, `CLUSTER FORGET`) through
+    /// the metadata group: proposed here when this node leads it, else sent to its leader
+    /// as the same client command. The reply's RESP bytes, or an error's text.
+    pub async fn meta_command(&self, client_args: Vec<Vec<u8>>) -> Result<Bytes, String> {
+        let meta = self.handle(GroupId::META).ok_or("no metadata group here")?;
+        let command = self.meta_entry(&client_args)?;
+        let deadline = Instant::now() + self.op_timeout;
+        loop {
+            let request = Request::new(command.clone(), storage::clock::now_ns(), 0);
+            let res = tokio::time::timeout_at(deadline.into(), meta.raft.client_write(request))
+                .await
+                .map_err(|_| "TRYAGAIN the metadata group did not answer in time".to_string())?;
+            match res {
+                Ok(r) => return Ok(r.data.0),
+                Err(raft::openraft::error::RaftError::APIError(
+                    raft::openraft::error::ClientWriteError::ForwardToLeader(f),
+                )) => {
+                    if let Some(node) = f.leader_node.filter(|_| f.leader_id != Some(self.me)) {
+                        let args: Vec<&[u8]> = client_args.iter().map(Vec::as_slice).collect();
+                        let left = deadline.saturating_duration_since(Instant::now());
+                        return match resp_call(&node.addr, &args, left).await? {
+                            resp::Frame::Error(e) => Err(e),
+                            f => {
+                                let mut out = Vec::new();
+                                resp::encode_frame(&f, resp::Protocol::Resp2, &mut out);
+                                Ok(out.into())
+                            }
+                        };
+                    }
+                    if Instant::now() >= deadline {
+                        return Err("CLUSTERDOWN the metadata group has no leader".into());
+                    }
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+                Err(e) => return Err(format!("ERR {e}")),
+            }
+        }
+    }
+
+    /// The metadata entry of a cluster-changing client command.
+    fn meta_entry(&self, args: &[Vec<u8>]) -> Result<Bytes, String> {
+        let sub = args
+            .get(1)
+            .map(|a| a.to_ascii_lowercase())
+            .unwrap_or_default();
+        match (sub.as_slice(), args.len()) {
+            (b"join", 5) => Ok(super::encode_command(&[
+                b"ADDNODE".as_slice(),
+                &args[2],
+                &args[3],
+                &args[4],
+            ])),
+            (b"forget", 3) => {
+                let topo = self.topology();
+                let id = topo
+                    .nodes
+                    .values()
+                    .find(|p| p.name.as_bytes() == args[2].as_slice())
+                    .map(|p| p.id)
+                    .ok_or_else(|| {
+                        format!("ERR Unknown node {}", String::from_utf8_lossy(&args[2]))
+                    })?;
+                Ok(super::encode_command(&[
+                    b"FORGET".as_slice(),
+                    id.to_string().as_bytes(),
+                ]))
+            }
+            _ => Err("ERR syntax error".into()),
+        }
     }
 
     /// True while reads on group `g` may skip the quorum round (lease mode, a lease proven in
@@ -538,6 +789,7 @@ impl Cluster {
     /// The largest term among this node's groups (the cluster's "current epoch").
     pub fn current_epoch(&self) -> u64 {
         self.handles
+            .read()
             .iter()
             .flatten()
             .map(|h| h.metrics.borrow().current_term)
@@ -545,11 +797,10 @@ impl Cluster {
             .unwrap_or(0)
     }
 
-    /// The largest term among groups this node leads ("my epoch").
+    /// The largest term among data groups this node leads ("my epoch").
     pub fn my_epoch(&self) -> u64 {
-        self.handles
+        self.data_handles()
             .iter()
-            .flatten()
             .filter_map(|h| {
                 let m = h.metrics.borrow();
                 (m.current_leader == Some(self.me)).then_some(m.current_term)
@@ -563,9 +814,7 @@ impl Cluster {
         if id == self.me {
             return storage::clock::now_ns() / 1_000_000;
         }
-        id.checked_sub(1)
-            .and_then(|i| self.pongs.get(i as usize))
-            .map_or(0, |p| p.load(Relaxed))
+        self.pongs.read().get(&id).map_or(0, |p| p.load(Relaxed))
     }
 
     /// True when node `id` answered a bus ping within the node timeout.
@@ -588,19 +837,293 @@ impl Cluster {
 /// Every `every`, has each group this node leads send its heartbeats, all at once, so
 /// that the bus batches them into one RPC per peer (openraft's own per-group heartbeat
 /// timers are off: hundreds of groups would cost hundreds of timers and RPCs per peer).
-async fn send_heartbeats(
-    groups: Vec<(Raft, watch::Receiver<RaftMetrics<NodeId, Node>>)>,
-    every: Duration,
-) {
+async fn send_heartbeats(cl: Weak<Cluster>, every: Duration) {
     let mut tick = tokio::time::interval(every);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tick.tick().await;
-        for (raft, metrics) in &groups {
-            if metrics.borrow().state == ServerState::Leader {
-                let _ = raft.trigger().heartbeat().await;
+        let Some(handles) = cl.upgrade().map(|c| {
+            c.handles
+                .read()
+                .iter()
+                .flatten()
+                .cloned()
+                .collect::<Vec<_>>()
+        }) else {
+            return;
+        };
+        for h in handles {
+            if h.metrics.borrow().state == ServerState::Leader {
+                let _ = h.raft.trigger().heartbeat().await;
             }
         }
+    }
+}
+
+/// Keeps the node in line with the topology (on each change, and every `every`): links
+/// to the nodes, the data groups placed here opened and those moved away closed, and in
+/// each group this node leads, the Raft membership changed to the placement. As leader of
+/// the metadata group, it also proposes the bootstrap topology (once) and makes every node
+/// a member of group 0 (a learner when not one of its voters).
+async fn maintain(cl: Weak<Cluster>, every: Duration) {
+    let Some(mut changes) = cl.upgrade().map(|c| c.topology.clone()) else {
+        return;
+    };
+    loop {
+        // A closed channel (the group is shutting down): pace the loop anyway.
+        if let Ok(Err(_)) = tokio::time::timeout(every, changes.changed()).await {
+            tokio::time::sleep(every).await;
+        }
+        let Some(cl) = cl.upgrade() else { return };
+        let topo = cl.topology();
+        if topo.epoch == 0 {
+            cl.initialize_meta();
+            continue;
+        }
+        cl.sync_links(&topo);
+        if let Err(e) = cl.open_placed(&topo).await {
+            tracing::warn!(error = %e, "cluster: can't open a group placed here");
+        }
+        cl.close_unplaced(&topo).await;
+        let handles: Vec<Arc<GroupHandle>> = cl.handles.read().iter().flatten().cloned().collect();
+        for h in handles {
+            if membership_differs(&h, &topo, cl.me) && !h.changing.swap(true, Relaxed) {
+                let settle = Duration::from_millis(cl.node_timeout * 2);
+                cl.rt.spawn(change_members(h, topo.clone(), settle));
+            }
+        }
+    }
+}
+
+impl Cluster {
+    /// As leader of an uninitialized metadata group on a bootstrap node: proposes the
+    /// bootstrap topology.
+    fn initialize_meta(&self) {
+        let (Some(genesis), Some(h)) = (self.genesis.clone(), self.handle(GroupId::META)) else {
+            return;
+        };
+        if h.metrics.borrow().state != ServerState::Leader || h.changing.swap(true, Relaxed) {
+            return;
+        }
+        let command = super::encode_command(&[b"INIT".as_slice(), &genesis.encode()]);
+        self.rt.spawn(async move {
+            let request = Request::new(command, storage::clock::now_ns(), 0);
+            if let Err(e) = h.raft.client_write(request).await {
+                tracing::warn!(error = %e, "cluster: can't propose the bootstrap topology");
+            }
+            h.changing.store(false, Relaxed);
+        });
+    }
+
+    /// Closes this node's member of each data group the topology moved away from it,
+    /// once the member knows it is no longer a voter (the leader made it a learner; it is
+    /// removed after) or, failing that, a minute after the move; deletes what it held.
+    async fn close_unplaced(&self, topo: &Topology) {
+        let now = storage::clock::now_ns() / 1_000_000;
+        for h in self.data_handles() {
+            if topo.members(h.id.0).contains(&self.me) {
+                h.unplaced_since.store(0, Relaxed);
+                continue;
+            }
+            let since = match h.unplaced_since.load(Relaxed) {
+                0 => {
+                    h.unplaced_since.store(now, Relaxed);
+                    now
+                }
+                t => t,
+            };
+            let (voter, leader) = {
+                let m = h.metrics.borrow();
+                (
+                    m.membership_config
+                        .membership()
+                        .voter_ids()
+                        .any(|v| v == self.me),
+                    m.state == ServerState::Leader,
+                )
+            };
+            let waited = now.saturating_sub(since) >= JOIN_WAIT.as_millis() as u64;
+            if leader || (voter && !waited) {
+                continue;
+            }
+            self.handles.write()[h.id.0 as usize] = None;
+            if let Err(e) = self.multi.remove_group(h.id).await {
+                tracing::warn!(group = %h.id, error = %e, "cluster: can't remove a moved group");
+            }
+            if let Some(server) = self.server.upgrade() {
+                if let Some(sm) = ClusterStateMachine::new(server, h.id, self.groups) {
+                    sm.clear();
+                }
+            }
+            tracing::info!(group = %h.id, "cluster: group moved away from this node");
+        }
+    }
+}
+
+/// Whether group `h`'s Raft membership (as its leader, this node, sees it) differs from
+/// what `topo` places: voters, and for the metadata group every other node a learner.
+fn membership_differs(h: &GroupHandle, topo: &Topology, me: NodeId) -> bool {
+    let m = h.metrics.borrow();
+    if m.state != ServerState::Leader || m.current_leader != Some(me) {
+        return false;
+    }
+    let (voters, all) = wanted_members(h.id, topo);
+    if voters.is_empty() {
+        return false;
+    }
+    let mem = m.membership_config.membership();
+    let have_voters: BTreeSet<NodeId> = mem.voter_ids().collect();
+    let have_all: BTreeSet<NodeId> = mem.nodes().map(|(id, _)| *id).collect();
+    have_voters != voters || have_all != all
+}
+
+/// The voters and all members `topo` wants for group `g`.
+fn wanted_members(g: GroupId, topo: &Topology) -> (BTreeSet<NodeId>, BTreeSet<NodeId>) {
+    let voters: BTreeSet<NodeId> = topo.members(g.0).iter().copied().collect();
+    let all = if g.is_meta() {
+        topo.nodes.keys().copied().collect()
+    } else {
+        voters.clone()
+    };
+    (voters, all)
+}
+
+/// Changes group `h`'s membership to what `topo` places, as its leader: new members join
+/// as learners (a data group's wait until they have caught up), then the voters are
+/// replaced (old ones kept as learners, so they learn that they left), and `settle` later
+/// the learners no longer wanted are removed. Clears `h.changing` when done.
+async fn change_members(h: Arc<GroupHandle>, topo: Arc<Topology>, settle: Duration) {
+    let run = async {
+        let (voters, all) = wanted_members(h.id, &topo);
+        let present: BTreeSet<NodeId> = h
+            .metrics
+            .borrow()
+            .membership_config
+            .membership()
+            .nodes()
+            .map(|(id, _)| *id)
+            .collect();
+        for &n in all.difference(&present) {
+            let Some(p) = topo.nodes.get(&n) else {
+                continue;
+            };
+            tracing::info!(group = %h.id, node = n, "cluster: adding a learner");
+            h.raft
+                .add_learner(n, p.raft_node(), voters.contains(&n))
+                .await
+                .map_err(|e| e.to_string())?;
+        }
+        let have: BTreeSet<NodeId> = h
+            .metrics
+            .borrow()
+            .membership_config
+            .membership()
+            .voter_ids()
+            .collect();
+        if have != voters {
+            tracing::info!(group = %h.id, from = ?have, to = ?voters, "cluster: changing voters");
+            h.raft
+                .change_membership(voters.clone(), true)
+                .await
+                .map_err(|e| e.to_string())?;
+        }
+        let extra: BTreeSet<NodeId> = h
+            .metrics
+            .borrow()
+            .membership_config
+            .membership()
+            .nodes()
+            .map(|(id, _)| *id)
+            .filter(|id| !all.contains(id))
+            .collect();
+        if !extra.is_empty() {
+            tokio::time::sleep(settle).await;
+            tracing::info!(group = %h.id, nodes = ?extra, "cluster: removing learners");
+            h.raft
+                .change_membership(ChangeMembers::RemoveNodes(extra), false)
+                .await
+                .map_err(|e| e.to_string())?;
+        }
+        Ok::<_, String>(())
+    };
+    match tokio::time::timeout(JOIN_WAIT, run).await {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => {
+            tracing::warn!(group = %h.id, error = %e, "cluster: membership change failed")
+        }
+        Err(_) => tracing::warn!(group = %h.id, "cluster: membership change timed out"),
+    }
+    h.changing.store(false, Relaxed);
+}
+
+/// openraft's records of `ids` in `topo`.
+fn raft_nodes(topo: &Topology, ids: &[NodeId]) -> BTreeMap<NodeId, Node> {
+    ids.iter()
+        .filter_map(|id| topo.nodes.get(id).map(|p| (*id, p.raft_node())))
+        .collect()
+}
+
+/// Sends one command to the Redis listener at `addr` and reads its reply.
+async fn resp_call(addr: &str, args: &[&[u8]], limit: Duration) -> Result<resp::Frame, String> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let run = async {
+        let mut s = tokio::net::TcpStream::connect(addr)
+            .await
+            .map_err(|e| format!("can't connect to {addr}: {e}"))?;
+        s.write_all(&super::encode_command(args))
+            .await
+            .map_err(|e| format!("{addr}: {e}"))?;
+        let mut buf = Vec::new();
+        let limits = resp::Limits::default();
+        loop {
+            if let Some((f, _)) = resp::parse_frame(&buf, &limits).map_err(|e| e.to_string())? {
+                return Ok(f);
+            }
+            let mut chunk = [0u8; 4096];
+            let n = s
+                .read(&mut chunk)
+                .await
+                .map_err(|e| format!("{addr}: {e}"))?;
+            if n == 0 {
+                return Err(format!("{addr} closed the connection"));
+            }
+            buf.extend_from_slice(&chunk[..n]);
+        }
+    };
+    tokio::time::timeout(limit, run)
+        .await
+        .map_err(|_| format!("{addr} did not answer in time"))?
+}
+
+/// Asks the cluster node at `seed` (its client address) to add this node, reachable at
+/// `ip:port` (bus `bus`); retries for [`JOIN_WAIT`]. This node's id.
+async fn ask_to_join(
+    seed: &str,
+    ip: &str,
+    port: u16,
+    bus: u16,
+    timeout_ms: u64,
+) -> Result<NodeId, String> {
+    let deadline = Instant::now() + JOIN_WAIT;
+    let (port, bus) = (port.to_string(), bus.to_string());
+    let args: [&[u8]; 5] = [
+        b"CLUSTER",
+        b"JOIN",
+        ip.as_bytes(),
+        port.as_bytes(),
+        bus.as_bytes(),
+    ];
+    loop {
+        let why = match resp_call(seed, &args, Duration::from_millis(timeout_ms * 4)).await {
+            Ok(resp::Frame::Integer(id)) if id > 0 => return Ok(id as NodeId),
+            Ok(other) => format!("{other:?}"),
+            Err(e) => e,
+        };
+        if Instant::now() >= deadline {
+            return Err(format!("can't join the cluster at {seed}: {why}"));
+        }
+        tracing::info!(seed, reason = %why, "cluster-join: retrying");
+        tokio::time::sleep(Duration::from_millis(500)).await;
     }
 }
 
@@ -615,22 +1138,26 @@ async fn send_heartbeats(
 /// applied and that took no entry since the previous look is asked for: one idle for a
 /// moment, whose leader has nothing newer. Were the vote refused anyway, the higher term
 /// ends the old leadership and the group elects as after a failure (one election timeout
-/// without writes). The elections settle before the next count.
-async fn rebalance(me: NodeId, groups: Vec<(GroupId, Raft, Metrics)>, timeout: Duration) {
+/// without writes). The elections settle before the next count. Groups that move to
+/// this node (a join) count from when they are open here.
+async fn rebalance(cl: Weak<Cluster>, timeout: Duration) {
     // Short looks: under a light write load a group is often idle for one of them.
     let every = timeout / 10;
     // Settle first: the initial elections, or a restart's catching up.
     tokio::time::sleep(timeout * 3).await;
-    let mut seen: Vec<Option<u64>> = vec![None; groups.len()];
+    let mut seen: BTreeMap<GroupId, Option<u64>> = BTreeMap::new();
     loop {
         let jitter = Duration::from_millis(rand::random::<u64>() % (every.as_millis() as u64 + 1));
         tokio::time::sleep(every + jitter).await;
+        let Some((me, groups)) = cl.upgrade().map(|c| (c.me, c.data_handles())) else {
+            return;
+        };
         let metrics: Vec<RaftMetrics<NodeId, Node>> =
-            groups.iter().map(|(_, _, m)| m.borrow().clone()).collect();
+            groups.iter().map(|h| h.metrics.borrow().clone()).collect();
         let views: Vec<GroupView> = metrics
             .iter()
-            .zip(&seen)
-            .map(|(m, prev)| GroupView {
+            .zip(&groups)
+            .map(|(m, h)| GroupView {
                 leader: m.current_leader,
                 can_take: m.state == ServerState::Follower
                     && m.membership_config
@@ -639,27 +1166,26 @@ async fn rebalance(me: NodeId, groups: Vec<(GroupId, Raft, Metrics)>, timeout: D
                         .any(|v| v == me),
                 idle: m.last_log_index.is_some()
                     && m.last_applied.map(|l| l.index) == m.last_log_index
-                    && *prev == m.last_log_index,
+                    && seen.get(&h.id).copied().flatten() == m.last_log_index,
             })
             .collect();
-        for (s, m) in seen.iter_mut().zip(&metrics) {
-            *s = m.last_log_index;
-        }
+        seen = groups
+            .iter()
+            .zip(&metrics)
+            .map(|(h, m)| (h.id, m.last_log_index))
+            .collect();
         for i in rebalance_picks(me, &views) {
             let m = &metrics[i];
             tracing::info!(
-                group = %groups[i].0,
+                group = %groups[i].id,
                 from = ?m.current_leader,
                 term = m.current_term,
                 "rebalance: asking for leadership"
             );
-            let _ = groups[i].1.trigger().elect().await;
+            let _ = groups[i].raft.trigger().elect().await;
         }
     }
 }
-
-/// A group's Raft metrics, as openraft publishes them.
-type Metrics = watch::Receiver<RaftMetrics<NodeId, Node>>;
 
 /// One group as [`rebalance`] sees it.
 #[derive(Debug, Clone, Copy)]
@@ -729,38 +1255,27 @@ async fn forward_publishes(
     }
 }
 
-/// Pings every other node's bus every `timeout / 4` ms and records the answers (node
-/// health for CLUSTER NODES / SHARDS / LINKS; Raft does not depend on it). Each peer has
-/// its own task, so a peer that is down (a connect that waits out its timeout) does not
-/// delay the pings of the others.
-async fn ping_peers(me: NodeId, addrs: Vec<String>, pongs: Arc<Vec<AtomicU64>>, timeout: u64) {
+/// Pings node `id`'s bus at `addr` every `timeout / 4` ms and records the answers in
+/// `pong` (node health for CLUSTER NODES / SHARDS / LINKS; Raft does not depend on it).
+/// Each peer has its own task, so a peer that is down (a connect that waits out its
+/// timeout) does not delay the pings of the others.
+async fn ping_peer(me: NodeId, id: NodeId, addr: String, pong: Arc<AtomicU64>, timeout: u64) {
     let every = Duration::from_millis((timeout / 4).max(25));
-    let mut tasks = tokio::task::JoinSet::new();
-    for (i, addr) in addrs.into_iter().enumerate() {
-        let id = i as u64 + 1;
-        if id == me {
-            continue;
-        }
-        let pongs = pongs.clone();
-        tasks.spawn(async move {
-            let bus = BusTransport::new(
-                me,
-                BusConfig {
-                    connect_timeout: Duration::from_millis(timeout / 2),
-                    ..BusConfig::default()
-                },
-            );
-            loop {
-                if let Ok(got) = bus.ping(&addr, Duration::from_millis(timeout / 2)).await {
-                    if got == id {
-                        pongs[i].store(storage::clock::now_ns() / 1_000_000, Relaxed);
-                    }
-                }
-                tokio::time::sleep(every).await;
+    let bus = BusTransport::new(
+        me,
+        BusConfig {
+            connect_timeout: Duration::from_millis(timeout / 2),
+            ..BusConfig::default()
+        },
+    );
+    loop {
+        if let Ok(got) = bus.ping(&addr, Duration::from_millis(timeout / 2)).await {
+            if got == id {
+                pong.store(storage::clock::now_ns() / 1_000_000, Relaxed);
             }
-        });
+        }
+        tokio::time::sleep(every).await;
     }
-    while tasks.join_next().await.is_some() {}
 }
 
 /// Why a read could not be confirmed on this node.
@@ -826,27 +1341,5 @@ mod tests {
         assert!(parse_bootstrap("127.0.0.1:x").is_err());
         assert!(parse_bootstrap("a:1,a:1").is_err());
         assert!(parse_bootstrap("a:60000").is_err());
-    }
-
-    #[test]
-    fn placement_spreads_first_members() {
-        assert_eq!(placement(1, 3, 3), vec![1, 2, 3]);
-        assert_eq!(placement(2, 3, 3), vec![2, 3, 1]);
-        assert_eq!(placement(4, 3, 3), vec![1, 2, 3]);
-        assert_eq!(placement(5, 5, 3), vec![5, 1, 2]);
-        assert_eq!(placement(1, 1, 3), vec![1]);
-        let firsts: Vec<u64> = (1..=64).map(|g| placement(g, 3, 3)[0]).collect();
-        for n in 1..=3 {
-            let c = firsts.iter().filter(|&&f| f == n).count();
-            assert!((21..=22).contains(&c), "node {n} starts {c} groups");
-        }
-    }
-
-    #[test]
-    fn names_are_stable_and_distinct() {
-        let a = node_name("x", 1);
-        assert_eq!(a.len(), 40);
-        assert_eq!(a, node_name("x", 1));
-        assert_ne!(a, node_name("x", 2));
     }
 }

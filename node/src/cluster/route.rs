@@ -170,6 +170,18 @@ pub(crate) async fn route(
     let name = server.registry.entry(idx).full_name.as_str();
     let asking = std::mem::take(&mut client.cluster.asking);
     if spec.group == Group::Cluster {
+        if matches!(name, "cluster|join" | "cluster|forget") {
+            drain(client, out).await;
+            *mark = out.len();
+            let args: Vec<Vec<u8>> = (0..args.len()).map(|i| args.arg(i).to_vec()).collect();
+            return Routed::Done(match cl.meta_command(args).await {
+                Ok(reply) => {
+                    out.buffer_mut().extend_from_slice(&reply);
+                    Ok(())
+                }
+                Err(e) => Err(CmdError::raw(e)),
+            });
+        }
         return Routed::Local;
     }
     if name == "select" && args.arg(1) != b"0" {
@@ -261,13 +273,13 @@ pub(crate) async fn route(
     if !lead.is_me {
         return Routed::Done(Err(moved(cl, slot, lead.leader)));
     }
-    if cl.lease_valid(h, lead.term) || client.cluster.confirmed.contains(&(g, lead.term)) {
+    if cl.lease_valid(&h, lead.term) || client.cluster.confirmed.contains(&(g, lead.term)) {
         return Routed::Local;
     }
     // The read must see this connection's own writes: answer them first.
     drain(client, out).await;
     *mark = out.len();
-    match cl.confirm_leader(h, lead.term).await {
+    match cl.confirm_leader(&h, lead.term).await {
         Ok(()) => {
             client.cluster.confirmed.push((g, lead.term));
             Routed::Local
@@ -387,9 +399,11 @@ async fn flush_led_groups(cl: &Cluster, out: &mut ReplyWriter, args: Args<'_>) -
             continue;
         }
         if let Some(h) = cl.handle(g) {
-            numbered.push((h, h.track.lock().await.propose([&Touches::Any])));
+            let seq = h.track.lock().await.propose([&Touches::Any]);
             let req = Request::new(command.clone(), storage::clock::now_ns(), cl.next_seed());
-            waits.push(h.raft.client_write(req));
+            let raft = h.raft.clone();
+            waits.push(async move { raft.client_write(req).await });
+            numbered.push((h, seq));
         }
     }
     let results = tokio::time::timeout(cl.op_timeout, futures_join(waits)).await;
@@ -453,7 +467,7 @@ async fn route_watch(
     // This connection's own earlier writes come before the watch point.
     drain(client, out).await;
     *mark = out.len();
-    cl.confirm_leader(h, lead.term)
+    cl.confirm_leader(&h, lead.term)
         .await
         .map_err(|e| read_check_error(cl, slot, e))?;
     let since = h.track.lock().await.applied_seq();

@@ -129,7 +129,7 @@ impl ClusterStateMachine {
     }
 
     /// Deletes every key of the group, in every database.
-    fn clear_group(&self) {
+    pub fn clear(&self) {
         let ks = &self.server.keyspace;
         for db in 0..ks.db_count() {
             for shard in 0..ks.shard_count() {
@@ -194,7 +194,7 @@ pub fn encode_command<A: AsRef<[u8]>>(args: &[A]) -> Bytes {
 }
 
 /// Decodes `command` (exactly one RESP array of bulk strings) into its argument spans.
-fn decode(command: &[u8], spans: &mut Vec<(usize, usize)>) -> Result<(), String> {
+pub(crate) fn decode(command: &[u8], spans: &mut Vec<(usize, usize)>) -> Result<(), String> {
     let mut parser = RequestParser::new(Limits::default());
     match parser.parse(command, spans) {
         Ok(Some((used, RequestKind::Multibulk))) if used == command.len() && !spans.is_empty() => {
@@ -321,7 +321,7 @@ impl ClusterStateMachine {
                         && (args.arg(1).eq_ignore_ascii_case(b"async")
                             || args.arg(1).eq_ignore_ascii_case(b"sync"))))
             {
-                self.clear_group();
+                self.clear();
                 return Bytes::from_static(b"+OK\r\n");
             }
             if args.arg(0) == TX_COMMAND {
@@ -538,7 +538,7 @@ impl raft::StateMachine for ClusterStateMachine {
                 }
             }
         }
-        self.clear_group();
+        self.clear();
         let ks = &self.server.keyspace;
         for item in items {
             if let Loaded::Key {

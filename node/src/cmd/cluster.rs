@@ -10,9 +10,11 @@
 //! In cluster mode (`cluster-enabled yes`) the read side is real: MYID, KEYSLOT,
 //! COUNTKEYSINSLOT, GETKEYSINSLOT, INFO, SLOTS, SHARDS, NODES, LINKS describe the Raft
 //! groups as this node sees them (a group's leader is its slots' master, its other members
-//! the replicas); READONLY, READWRITE and ASKING set the connection's flags. Commands that
-//! move slots or nodes by hand (ADDSLOTS, MEET, FAILOVER, SETSLOT, ...) answer an error:
-//! Ember places slots in Raft groups and fails over by election.
+//! the replicas); READONLY, READWRITE and ASKING set the connection's flags. FORGET removes
+//! a node from the whole cluster (its replicas move to the others first), and Ember's own
+//! JOIN adds one (what `cluster-join` sends); both go through the metadata group. Commands
+//! that move slots or nodes by hand (ADDSLOTS, MEET, FAILOVER, SETSLOT, ...) answer an
+//! error: Ember places slots in Raft groups and fails over by election.
 
 use std::fmt::Write as _;
 use std::sync::Arc;
@@ -100,7 +102,13 @@ static CLUSTER: &[CommandSpec] = &[
         CHANGE,
         "Delete a node's own slots information",
     ),
-    sub("forget", 3, CHANGE, "Remove a node from the nodes table"),
+    real(
+        "forget",
+        3,
+        CHANGE,
+        "Remove a node from the nodes table",
+        through_meta,
+    ),
     real(
         "getkeysinslot",
         4,
@@ -120,6 +128,13 @@ static CLUSTER: &[CommandSpec] = &[
         STALE,
         "Provides info about Redis Cluster node state",
         info,
+    ),
+    real(
+        "join",
+        5,
+        CHANGE,
+        "Add the node at ip port bus-port to the cluster and return its id (Ember)",
+        through_meta,
     ),
     real(
         "keyslot",
@@ -239,6 +254,16 @@ fn unsupported(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
     cluster(ctx)?;
     Err(CmdError::err(format!(
         "CLUSTER {} is not supported: Ember places slots in Raft groups and fails over by election",
+        String::from_utf8_lossy(args.arg(1)).to_ascii_uppercase()
+    )))
+}
+
+/// CLUSTER JOIN / FORGET: run by the cluster router (`cluster::route`), which awaits the
+/// metadata group; here only where that cannot happen.
+fn through_meta(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
+    cluster(ctx)?;
+    Err(CmdError::err(format!(
+        "CLUSTER {} can't run inside MULTI or a script",
         String::from_utf8_lossy(args.arg(1)).to_ascii_uppercase()
     )))
 }
@@ -482,7 +507,7 @@ fn nodes(ctx: &mut Ctx<'_>, _args: Args<'_>) -> CmdResult {
     let cl = cluster(ctx)?;
     let map = slot_map(cl);
     let mut text = String::new();
-    for p in &cl.peers {
+    for p in &cl.nodes() {
         let mut flags = String::new();
         if p.id == cl.me {
             flags.push_str("myself,");
@@ -529,8 +554,8 @@ fn info(ctx: &mut Ctx<'_>, _args: Args<'_>) -> CmdResult {
         .filter(|r| r.led)
         .map(|r| u32::from(r.end - r.start) + 1)
         .sum();
-    let size = cl
-        .peers
+    let nodes = cl.nodes();
+    let size = nodes
         .iter()
         .filter(|p| map.iter().any(|r| r.led && r.nodes.first() == Some(&p.id)))
         .count();
@@ -542,14 +567,15 @@ fn info(ctx: &mut Ctx<'_>, _args: Args<'_>) -> CmdResult {
     };
     let _ = write!(
         t,
-        "cluster_state:{state}\r\ncluster_slots_assigned:{}\r\ncluster_slots_ok:{ok}\r\ncluster_slots_pfail:0\r\ncluster_slots_fail:{}\r\ncluster_known_nodes:{}\r\ncluster_size:{size}\r\ncluster_current_epoch:{}\r\ncluster_my_epoch:{}\r\ncluster_groups:{}\r\ncluster_replicas:{}\r\n",
+        "cluster_state:{state}\r\ncluster_slots_assigned:{}\r\ncluster_slots_ok:{ok}\r\ncluster_slots_pfail:0\r\ncluster_slots_fail:{}\r\ncluster_known_nodes:{}\r\ncluster_size:{size}\r\ncluster_current_epoch:{}\r\ncluster_my_epoch:{}\r\ncluster_groups:{}\r\ncluster_replicas:{}\r\ncluster_topology_epoch:{}\r\n",
         raft::SLOTS,
         u32::from(raft::SLOTS) - ok,
-        cl.peers.len(),
+        nodes.len(),
         cl.current_epoch(),
         cl.my_epoch(),
         cl.groups,
         cl.replicas,
+        cl.topology().epoch,
     );
     let bus = cl.bus_counters();
     let _ = write!(
@@ -566,11 +592,11 @@ fn info(ctx: &mut Ctx<'_>, _args: Args<'_>) -> CmdResult {
 /// CLUSTER LINKS: the bus link to each other node, as the health pings see it.
 fn links(ctx: &mut Ctx<'_>, _args: Args<'_>) -> CmdResult {
     let cl = cluster(ctx)?;
-    let others: Vec<&crate::cluster::node::Peer> =
-        cl.peers.iter().filter(|p| p.id != cl.me).collect();
+    let others: Vec<crate::cluster::node::Peer> =
+        cl.nodes().into_iter().filter(|p| p.id != cl.me).collect();
     let out = &mut *ctx.out;
     out.array(others.len());
-    for p in others {
+    for p in &others {
         out.map(6);
         out.bulk(b"direction");
         out.bulk(b"to");
