@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use node::cluster::{
-    encode_batch, encode_command, encode_resp3, encode_tx, key_slot, run_at, split_batch_reply,
-    ClusterStateMachine, BATCH_MARKER,
+    encode_batch, encode_command, encode_fcall, encode_resp3, encode_tx, key_slot, run_at,
+    split_batch_reply, ClusterStateMachine, BATCH_MARKER,
 };
 use node::config::Config;
 use node::server::Server;
@@ -603,6 +603,57 @@ async fn t80_a_resp3_entry_answers_in_resp3_and_changes_the_same() {
     let bytes = c.group_bytes(1, G1);
     for id in [2, 3] {
         assert_eq!(c.group_bytes(id, G1), bytes);
+    }
+    c.close().await;
+}
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn t90_a_replicated_fcall_runs_its_own_library_on_every_replica() {
+    let mut c = Cluster::start().await;
+    let lib = |step: &str| {
+        format!(
+            "#!lua name=lib\nredis.register_function('bump', function(keys, args) \
+             return redis.call('INCRBY', keys[1], {step}) end)"
+        )
+        .into_bytes()
+    };
+    // Node 1 has version 1 loaded, node 2 a different version, node 3 nothing.
+    let load = |code: &[u8]| encode_command(&[&b"FUNCTION"[..], b"LOAD", code]);
+    run_at(&c.nodes[&1].server, &load(&lib("1")), 1, 0);
+    run_at(&c.nodes[&2].server, &load(&lib("100")), 1, 0);
+    let k = key_in(G1, "fc");
+    let call: [&[u8]; 4] = [b"FCALL", b"bump", b"1", &k];
+    let mut index = 0;
+    for want in [b":1\r\n", b":2\r\n"] {
+        let (reply, i) = c.write_raw(G1, encode_fcall(&lib("1"), &call), 7).await;
+        assert_eq!(&reply[..], want);
+        index = i;
+    }
+    c.wait_all(G1, index).await;
+    let bytes = c.group_bytes(1, G1);
+    for id in [2, 3] {
+        assert_eq!(c.group_bytes(id, G1), bytes, "node {id}");
+        assert_eq!(&c.read(id, &[b"GET", &k], 1)[..], b"$1\r\n2\r\n");
+    }
+    // Bad code, a key of another group, or no FCALL in it: errors everywhere, no change.
+    let other = key_in(G2, "fc");
+    let foreign: [&[u8]; 4] = [b"FCALL", b"bump", b"1", &other];
+    let not_fcall: [&[u8]; 3] = [b"SET", &k, b"9"];
+    for (entry, err) in [
+        (
+            encode_fcall(b"return 1", &call),
+            &b"-ERR Missing library metadata"[..],
+        ),
+        (encode_fcall(&lib("1"), &foreign), b"-ERR key"),
+        (encode_fcall(&lib("1"), &not_fcall), b"-ERR Protocol error"),
+    ] {
+        let (reply, i) = c.write_raw(G1, entry, 8).await;
+        assert!(reply.starts_with(err), "{reply:?}");
+        index = i;
+    }
+    c.wait_all(G1, index).await;
+    for id in 1..=3 {
+        assert_eq!(&c.read(id, &[b"GET", &k], 1)[..], b"$1\r\n2\r\n");
     }
     c.close().await;
 }

@@ -957,3 +957,56 @@ def test_join_and_forget_move_groups_under_load():
     finally:
         c.stop()
         shutil.rmtree(c.root, ignore_errors=True)
+
+
+FUNCTION_LIB = """#!lua name=clusterlib
+redis.register_function('bump', function(keys, args)
+  return redis.call('INCRBY', keys[1], args[1])
+end)
+redis.register_function{function_name='peek', callback=function(keys, args)
+  return redis.call('GET', keys[1])
+end, flags={'no-writes'}}
+"""
+
+
+def test_functions_are_cluster_wide(cluster):
+    """FUNCTION LOAD goes through the metadata group to every node; FCALL is proposed
+    with its library's code, so every replica applies the same write; redis-py's
+    RedisCluster loads it on every master (the same code again is not an error)."""
+    first = cluster.nodes[0].client()
+    first.execute_command("FUNCTION", "FLUSH")
+    assert first.execute_command("FUNCTION", "LOAD", FUNCTION_LIB) == b"clusterlib"
+    with pytest.raises(redis.ResponseError, match="already exists"):
+        first.execute_command("FUNCTION", "LOAD", FUNCTION_LIB.replace("bump", "bump2"))
+    rc = cluster.rc(decode_responses=True)
+    # redis-py sends it to every master; each answers the library's name.
+    loaded = rc.function_load(FUNCTION_LIB)
+    assert set(loaded.values()) == {"clusterlib"} and len(loaded) == 3, loaded
+    for n in cluster.nodes:
+        libs = n.client(decode_responses=True).execute_command("FUNCTION", "LIST")
+        assert [lib["library_name"] for lib in libs] == ["clusterlib"], n.port
+    keys = [f"fn:{i}" for i in range(40)]   # every group
+    for k in keys:
+        assert rc.fcall("bump", 1, k, 5) == 5
+        assert rc.fcall("bump", 1, k, 2) == 7
+        assert rc.fcall_ro("peek", 1, k) == "7"
+    for n in cluster.nodes:        # the replicas applied the same writes
+        r = n.client(decode_responses=True)
+        r.execute_command("READONLY")
+        held = [k for k in keys if r.get(k) is not None]
+        assert held and all(r.get(k) == "7" for k in held), n.port
+    with pytest.raises(redis.ResponseError, match="Function not found"):
+        rc.fcall("nope", 1, "fn:0")
+    owner = cluster.leader_of("fn:0")
+    out = _cli_script(owner.port, "MULTI\nFCALL bump 1 fn:0 1\nEXEC\n")
+    assert out[:2] == ["OK", "QUEUED"] and "not supported" in out[2], out
+    # DELETE and FLUSH reach every node too.
+    assert cluster.nodes[1].client().execute_command("FUNCTION", "DELETE", "clusterlib") == b"OK"
+    for n in cluster.nodes:
+        deadline = time.monotonic() + 5
+        while n.client().execute_command("FUNCTION", "LIST") and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert n.client().execute_command("FUNCTION", "LIST") == [], n.port
+    with pytest.raises(redis.ResponseError, match="Function not found"):
+        rc.fcall("bump", 1, "fn:0", 1)
+    rc.close()

@@ -15,11 +15,15 @@
 //! channel): it opens the groups placed on it and closes those moved away, and each group's
 //! leader changes the group's Raft membership to match (see `node.rs`).
 //!
+//! - `FUNCTION LOAD | DELETE | FLUSH | RESTORE ...`: run on the node's function libraries
+//!   (writes with no key, so no data group can carry them); every node applies them.
+//!
 //! # Snapshot
-//! The topology in the same encoding as `INIT`'s argument.
+//! The topology in the same encoding as `INIT`'s argument, and the function libraries as
+//! FUNCTION DUMP's payload.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 
 use bytes::Bytes;
 use raft::{NodeId, Request, Response};
@@ -29,6 +33,7 @@ use tokio::sync::watch;
 use super::node::Peer;
 use super::state_machine::{decode, encode_command};
 use super::ClusterStateMachine;
+use crate::server::Server;
 
 /// The cluster as the metadata group holds it.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -294,21 +299,54 @@ pub fn first_placement(g: u32, nodes: usize, replicas: usize) -> Vec<NodeId> {
 }
 
 /// The metadata group's state machine: the topology, published to the node on every
-/// change.
+/// change, and the node's function libraries (FUNCTION LOAD, DELETE, FLUSH, RESTORE are
+/// cluster-wide writes with no key: they go through this group and apply on every node).
 pub struct MetaStateMachine {
     /// The applied topology.
     topo: Topology,
     /// Where the node watches it.
     tx: watch::Sender<Arc<Topology>>,
+    /// The node whose function libraries the group holds (`None` in unit tests).
+    server: Option<Weak<Server>>,
 }
 
 impl MetaStateMachine {
-    /// An empty state that publishes what it applies on `tx`.
-    pub fn new(tx: watch::Sender<Arc<Topology>>) -> Self {
+    /// An empty state that publishes what it applies on `tx` and keeps `server`'s
+    /// function libraries.
+    pub fn new(tx: watch::Sender<Arc<Topology>>, server: Option<Weak<Server>>) -> Self {
         MetaStateMachine {
             topo: Topology::default(),
             tx,
+            server,
         }
+    }
+
+    /// Applies a FUNCTION write on the node, as a data group applies a command. FUNCTION
+    /// LOAD of a library already loaded with the same code answers its name: a cluster
+    /// client sends it to every master, and each of them proposes it.
+    fn apply_function(&self, command: &[u8], args: Args<'_>, time_ns: u64, seed: u64) -> Bytes {
+        let Some(server) = self.server.as_ref().and_then(Weak::upgrade) else {
+            return err("ERR no server");
+        };
+        if args.len() == 3 && args.arg(1).eq_ignore_ascii_case(b"load") {
+            let code = args.arg(2);
+            if let Ok((_, _, Some(name))) = crate::script::parse_shebang(code, true) {
+                let store = server.scripting.func.lock();
+                if store.libraries.get(&name).is_some_and(|l| l.code == code) {
+                    return Bytes::from(format!("${}\r\n{name}\r\n", name.len()));
+                }
+            }
+        }
+        super::run_at(&server, command, time_ns, seed)
+    }
+
+    /// The node's function libraries as FUNCTION DUMP's payload (empty without a server).
+    fn functions_payload(&self) -> Vec<u8> {
+        let Some(server) = self.server.as_ref().and_then(Weak::upgrade) else {
+            return Vec::new();
+        };
+        let store = server.scripting.func.lock();
+        storage::rdb::functions_payload(store.libraries.values().map(|l| &l.code[..]))
     }
 
     fn publish(&self) {
@@ -318,7 +356,7 @@ impl MetaStateMachine {
     }
 
     /// Applies one metadata command; the reply in RESP2.
-    fn apply_command(&mut self, command: &[u8]) -> Bytes {
+    fn apply_command(&mut self, command: &[u8], time_ns: u64, seed: u64) -> Bytes {
         let mut spans = Vec::new();
         if let Err(e) = decode(command, &mut spans) {
             return err(&format!("ERR Protocol error: {e}"));
@@ -326,6 +364,9 @@ impl MetaStateMachine {
         let args = Args::new(command, &spans);
         let arg = |i: usize| (i < args.len()).then(|| args.arg(i));
         let number = |i: usize| -> Option<u64> { std::str::from_utf8(arg(i)?).ok()?.parse().ok() };
+        if args.arg(0).eq_ignore_ascii_case(b"function") {
+            return self.apply_function(command, args, time_ns, seed);
+        }
         match args.arg(0) {
             b"INIT" if args.len() == 2 => {
                 if !self.topo.is_empty() {
@@ -386,26 +427,53 @@ fn err(msg: &str) -> Bytes {
     Bytes::from(format!("-{msg}\r\n"))
 }
 
+/// The first field of a metadata snapshot: then the topology ([`Topology::encode`]) and
+/// the function libraries (FUNCTION DUMP's payload).
+const SNAPSHOT_TAG: &[u8] = b"EMBER-META";
+
 impl raft::StateMachine for MetaStateMachine {
     fn apply(&mut self, _index: u64, request: &Request) -> Response {
-        let reply = self.apply_command(&request.command);
+        let reply = self.apply_command(&request.command, request.time_ns, request.seed);
         self.publish();
         Response(reply)
     }
 
     fn snapshot(&self) -> Vec<u8> {
-        if self.topo.is_empty() {
-            return Vec::new();
-        }
-        self.topo.encode().to_vec()
+        let topo = if self.topo.is_empty() {
+            Bytes::new()
+        } else {
+            self.topo.encode()
+        };
+        encode_command(&[SNAPSHOT_TAG, &topo, &self.functions_payload()]).to_vec()
     }
 
     fn install(&mut self, data: &[u8]) -> Result<(), raft::Error> {
-        let topo = if data.is_empty() {
+        let invalid = |m: &str| raft::Error::InvalidSnapshot(format!("metadata: {m}"));
+        let mut spans = Vec::new();
+        decode(data, &mut spans).map_err(|e| invalid(&e))?;
+        let args = Args::new(data, &spans);
+        if args.len() != 3 || args.arg(0) != SNAPSHOT_TAG {
+            return Err(invalid("not a metadata snapshot"));
+        }
+        let topo = if args.arg(1).is_empty() {
             Topology::default()
         } else {
-            Topology::decode(data).map_err(raft::Error::InvalidSnapshot)?
+            Topology::decode(args.arg(1)).map_err(|e| invalid(&e))?
         };
+        let payload = args.arg(2);
+        if let Some(server) = self.server.as_ref().and_then(Weak::upgrade) {
+            let mut scratch = crate::script::FunctionStore::new();
+            if !payload.is_empty() {
+                let codes = storage::rdb::functions_from_payload(payload)
+                    .map_err(|_| invalid("bad function payload"))?;
+                for c in &codes {
+                    scratch
+                        .load(c, false)
+                        .map_err(|e| invalid(&e.to_string()))?;
+                }
+            }
+            *server.scripting.func.lock() = scratch;
+        }
         self.topo = topo;
         self.publish();
         Ok(())
@@ -460,7 +528,7 @@ mod tests {
 
     fn machine() -> (MetaStateMachine, watch::Receiver<Arc<Topology>>) {
         let (tx, rx) = watch::channel(Arc::new(Topology::default()));
-        (MetaStateMachine::new(tx), rx)
+        (MetaStateMachine::new(tx, None), rx)
     }
 
     fn apply(m: &mut MetaStateMachine, args: &[&[u8]]) -> Bytes {
@@ -562,19 +630,21 @@ mod tests {
     #[test]
     fn snapshot_round_trips_and_rejects_garbage() {
         let (mut m, rx) = machine();
-        assert!(m.snapshot().is_empty());
+        let (mut empty, _) = machine();
+        empty.install(&m.snapshot()).unwrap();
         let genesis = Topology::genesis(16, 3, (1..=5).map(peer).collect());
         apply(&mut m, &[b"INIT", &genesis.encode()]);
         let snap = m.snapshot();
         let (mut other, rx2) = machine();
         other.install(&snap).unwrap();
         assert_eq!(*rx2.borrow().clone(), *rx.borrow().clone());
-        assert_eq!(Topology::decode(&snap).unwrap().epoch, 1);
+        assert_eq!(rx2.borrow().epoch, 1);
         let before = other.snapshot();
         for bad in [
             &b"garbage"[..],
             &snap[..snap.len() / 2],
             &encode_command(&[b"TOPOLOGY".as_slice(), b"1", b"1", b"1", b"5"])[..],
+            &encode_command(&[SNAPSHOT_TAG, b"TOPOLOGY", b""])[..],
         ] {
             assert!(other.install(bad).is_err());
             assert_eq!(other.snapshot(), before);
@@ -583,5 +653,29 @@ mod tests {
         let mut t = genesis.clone();
         t.placement[3].push(99);
         assert!(Topology::decode(&t.encode()).is_err());
+    }
+
+    #[test]
+    fn functions_apply_on_the_node_and_travel_in_snapshots() {
+        let new_server = || Arc::new(Server::new(crate::config::Config::default(), 1, None, None));
+        let (a, b) = (new_server(), new_server());
+        let (tx, _rx) = watch::channel(Arc::new(Topology::default()));
+        let mut m = MetaStateMachine::new(tx, Some(Arc::downgrade(&a)));
+        let code: &[u8] = b"#!lua name=ml\nredis.register_function('f', function() return 1 end)";
+        let load = [b"FUNCTION".as_slice(), b"LOAD", code];
+        assert_eq!(&apply(&mut m, &load)[..], b"$2\r\nml\r\n");
+        // The same code again (every master proposes it): its name, not an error.
+        assert_eq!(&apply(&mut m, &load)[..], b"$2\r\nml\r\n");
+        let other: &[u8] = b"#!lua name=ml\nredis.register_function('g', function() return 2 end)";
+        assert!(apply(&mut m, &[b"FUNCTION", b"LOAD", other]).starts_with(b"-ERR Library"));
+        assert_eq!(a.scripting.func.lock().libraries.len(), 1);
+        let (tx, _rx) = watch::channel(Arc::new(Topology::default()));
+        let mut copy = MetaStateMachine::new(tx, Some(Arc::downgrade(&b)));
+        copy.install(&m.snapshot()).unwrap();
+        let codes = b.scripting.func.lock().library_codes();
+        assert_eq!(codes, vec![code.to_vec()]);
+        assert_eq!(&apply(&mut m, &[b"FUNCTION", b"FLUSH"])[..], b"+OK\r\n");
+        copy.install(&m.snapshot()).unwrap();
+        assert!(b.scripting.func.lock().libraries.is_empty());
     }
 }

@@ -33,7 +33,9 @@ pub use raft::key_slot;
 pub use state_machine::encode_command;
 pub use state_machine::run_at;
 pub use state_machine::ClusterStateMachine;
-pub use state_machine::{encode_batch, encode_resp3, encode_tx, split_batch_reply, BATCH_MARKER};
+pub use state_machine::{
+    encode_batch, encode_fcall, encode_resp3, encode_tx, split_batch_reply, BATCH_MARKER,
+};
 
 /// The keys a connection's KEYS, SCAN and DBSIZE show in cluster mode: those of the groups
 /// this node leads, as a Redis Cluster master shows its own slots (so a client that asks

@@ -380,7 +380,10 @@ impl Cluster {
             let meta = multi
                 .open_group(
                     GroupId::META,
-                    GroupMachine::Meta(MetaStateMachine::new(topo_tx)),
+                    GroupMachine::Meta(MetaStateMachine::new(
+                        topo_tx,
+                        Some(Arc::downgrade(server)),
+                    )),
                 )
                 .await
                 .map_err(|e| format!("can't open the metadata group: {e}"))?;
@@ -688,8 +691,8 @@ impl Cluster {
         n ^ storage::clock::now_ns().rotate_left(17)
     }
 
-    /// Runs a cluster-changing client command (`CLUSTER JOIN`, `CLUSTER FORGET`) through
-    /// the metadata group: proposed here when this node leads it, else sent to its leader
+    /// Runs a cluster-changing client command (`CLUSTER JOIN`, `CLUSTER FORGET`, FUNCTION
+    /// LOAD / DELETE / FLUSH / RESTORE) through the metadata group: proposed here when this node leads it, else sent to its leader
     /// as the same client command. The reply's RESP bytes, or an error's text.
     pub async fn meta_command(&self, client_args: Vec<Vec<u8>>) -> Result<Bytes, String> {
         let meta = self.handle(GroupId::META).ok_or("no metadata group here")?;
@@ -727,8 +730,15 @@ impl Cluster {
         }
     }
 
-    /// The metadata entry of a cluster-changing client command.
+    /// The metadata entry of a cluster-changing client command (FUNCTION writes go as
+    /// they are).
     fn meta_entry(&self, args: &[Vec<u8>]) -> Result<Bytes, String> {
+        if args
+            .first()
+            .is_some_and(|a| a.eq_ignore_ascii_case(b"function"))
+        {
+            return Ok(super::encode_command(args));
+        }
         let sub = args
             .get(1)
             .map(|a| a.to_ascii_lowercase())

@@ -17,7 +17,8 @@
 //!   becomes `-MOVED`.
 //! - Keyless commands run locally (PING, INFO, CLUSTER ...); keyless writes cannot be
 //!   replicated by one group and are refused, except FLUSHALL/FLUSHDB, proposed to every
-//!   group this node leads.
+//!   group this node leads, and FUNCTION LOAD/DELETE/FLUSH/RESTORE, CLUSTER JOIN/FORGET,
+//!   proposed to the metadata group (applied on every node).
 
 use std::future::Future;
 use std::sync::Arc;
@@ -169,8 +170,17 @@ pub(crate) async fn route(
 ) -> Routed {
     let name = server.registry.entry(idx).full_name.as_str();
     let asking = std::mem::take(&mut client.cluster.asking);
-    if spec.group == Group::Cluster {
-        if matches!(name, "cluster|join" | "cluster|forget") {
+    let through_meta = matches!(
+        name,
+        "cluster|join"
+            | "cluster|forget"
+            | "function|load"
+            | "function|delete"
+            | "function|flush"
+            | "function|restore"
+    );
+    if through_meta || spec.group == Group::Cluster {
+        if through_meta {
             drain(client, out).await;
             *mark = out.len();
             let args: Vec<Vec<u8>> = (0..args.len()).map(|i| args.arg(i).to_vec()).collect();
@@ -200,6 +210,9 @@ pub(crate) async fn route(
             return route_exec(cl, server, client, out, watch, mark).await;
         }
         return Routed::Local;
+    }
+    if matches!(name, "fcall" | "fcall_ro") {
+        wait_for_function(server, args.arg(1)).await;
     }
     let keys = spec.key_positions(&args);
     let write = spec.has(flags::WRITE) || is_script_write(name);
@@ -359,10 +372,31 @@ async fn route_pop(
     }
 }
 
+/// How long an FCALL waits for its function to appear here: FUNCTION LOAD answers once
+/// the metadata group's leader applied it, and the other nodes apply it a heartbeat later.
+const FUNCTION_WAIT: std::time::Duration = std::time::Duration::from_millis(300);
+
+/// Waits (up to [`FUNCTION_WAIT`]) until function `name` is loaded on this node.
+async fn wait_for_function(server: &Server, name: &[u8]) {
+    let deadline = std::time::Instant::now() + FUNCTION_WAIT;
+    while crate::cmd::scripting::function_code(server, name).is_none()
+        && std::time::Instant::now() < deadline
+    {
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+}
+
 /// The command to propose: `args` as sent, except EVALSHA, which becomes EVAL of the
-/// cached body (replicas need not have loaded the script).
+/// cached body (replicas need not have loaded the script), and FCALL, which carries its
+/// library's code ([`super::encode_fcall`]).
 fn script_body(server: &Server, name: &str, args: Args<'_>) -> Result<Bytes, CmdError> {
     let all: Vec<&[u8]> = args.iter().collect();
+    if name == "fcall" {
+        return match crate::cmd::scripting::function_code(server, args.arg(1)) {
+            Some(code) => Ok(super::encode_fcall(&code, &all)),
+            None => Err(CmdError::err("Function not found")),
+        };
+    }
     if name != "evalsha" {
         return Ok(super::encode_command(&all));
     }
@@ -542,6 +576,11 @@ async fn route_exec(
                 )));
             }
             any |= is_script_write(&entry.full_name);
+            if entry.full_name == "fcall" {
+                error.get_or_insert(CmdError::err(
+                    "FCALL inside MULTI is not supported in Ember cluster mode yet",
+                ));
+            }
             match script_body(server, &entry.full_name, args) {
                 Ok(c) => commands.push(c),
                 Err(e) => {

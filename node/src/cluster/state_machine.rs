@@ -234,7 +234,7 @@ fn run_as(server: &Arc<Server>, command: &[u8], now: u64, seed: u64, protocol: P
 /// Resolves, checks and runs `args` into `out`, as a connection does (errors replace
 /// whatever the command wrote).
 fn execute(server: &Arc<Server>, args: Args<'_>, now: u64, seed: u64, out: &mut ReplyWriter) {
-    execute_on(server, &mut apply_client(), args, now, seed, out);
+    execute_on(server, &mut apply_client(), args, now, seed, out, None);
 }
 
 /// A fresh client that never blocks, in database 0: what an entry runs as.
@@ -246,6 +246,9 @@ fn apply_client() -> Client {
 }
 
 /// [`execute`] as `client`.
+///
+/// With `functions`, the command is an FCALL or FCALL_RO of a function of that store
+/// (a replicated FCALL, [`FCALL_COMMAND`]).
 fn execute_on(
     server: &Arc<Server>,
     client: &mut Client,
@@ -253,6 +256,7 @@ fn execute_on(
     now: u64,
     seed: u64,
     out: &mut ReplyWriter,
+    functions: Option<&crate::script::FunctionStore>,
 ) {
     let reg = &server.registry;
     let stats = &server.workers[0];
@@ -275,7 +279,13 @@ fn execute_on(
                 cmd_index: idx,
                 rng: CmdRng::seeded(seed),
             };
-            run_command(&mut ctx, idx, args)
+            match functions {
+                Some(store) => {
+                    let ro = reg.entry(idx).full_name == "fcall_ro";
+                    crate::cmd::scripting::fcall_in(&mut ctx, args, ro, store)
+                }
+                None => run_command(&mut ctx, idx, args),
+            }
         }
     };
     if let Err(e) = result {
@@ -327,6 +337,9 @@ impl ClusterStateMachine {
             if args.arg(0) == TX_COMMAND {
                 return self.apply_tx(args, time_ns, seed, protocol);
             }
+            if args.arg(0) == FCALL_COMMAND && args.len() >= 3 {
+                return self.apply_fcall(command, &spans, time_ns, seed, protocol);
+            }
             if let Some(e) = self.refusal(args) {
                 let mut out = ReplyWriter::new(protocol);
                 out.error(&e.to_string());
@@ -334,6 +347,45 @@ impl ClusterStateMachine {
             }
         }
         run_as(&self.server, command, time_ns, seed, protocol)
+    }
+
+    /// Applies a replicated FCALL ([`FCALL_COMMAND`]): the function runs from its
+    /// library's code as the entry carries it.
+    fn apply_fcall(
+        &mut self,
+        command: &[u8],
+        spans: &[(usize, usize)],
+        time_ns: u64,
+        seed: u64,
+        protocol: Protocol,
+    ) -> Bytes {
+        let mut out = ReplyWriter::new(protocol);
+        let code = Args::new(command, spans).arg(1);
+        let call = Args::new(command, &spans[2..]);
+        let is_fcall = call.arg(0).eq_ignore_ascii_case(b"fcall")
+            || call.arg(0).eq_ignore_ascii_case(b"fcall_ro");
+        if !is_fcall {
+            out.error("ERR Protocol error: a replicated FCALL entry holds no FCALL");
+        } else if let Some(e) = self.refusal(call) {
+            out.error(&e.to_string());
+        } else {
+            match self.server.scripting.library_store(code) {
+                Ok(store) => {
+                    let store = store.lock();
+                    execute_on(
+                        &self.server,
+                        &mut apply_client(),
+                        call,
+                        time_ns,
+                        seed,
+                        &mut out,
+                        Some(&store),
+                    );
+                }
+                Err(e) => out.error(&e.to_string()),
+            }
+        }
+        Bytes::copy_from_slice(out.buffer())
     }
 
     /// Applies a transaction entry ([`encode_tx`]): its commands queued on one client and
@@ -393,6 +445,7 @@ impl ClusterStateMachine {
                 time_ns,
                 seed,
                 &mut out,
+                None,
             );
         }
         Bytes::copy_from_slice(out.buffer())
@@ -418,6 +471,22 @@ pub fn encode_tx(commands: &[Bytes]) -> Bytes {
     let mut args: Vec<&[u8]> = Vec::with_capacity(commands.len() + 1);
     args.push(TX_COMMAND);
     args.extend(commands.iter().map(|c| c.as_ref()));
+    encode_command(&args)
+}
+
+/// The first argument of a replicated FCALL: then the code of the function's library (as
+/// the leader had it loaded), then the FCALL or FCALL_RO command. Every replica runs the
+/// function from that code, so a replica whose FUNCTION LOAD state lags or differs
+/// still applies the same write.
+pub const FCALL_COMMAND: &[u8] = b"EMBER.FCALL";
+
+/// A replicated FCALL entry ([`FCALL_COMMAND`]) of `call` (FCALL's arguments) with
+/// library `code`.
+pub fn encode_fcall(code: &[u8], call: &[&[u8]]) -> Bytes {
+    let mut args: Vec<&[u8]> = Vec::with_capacity(call.len() + 2);
+    args.push(FCALL_COMMAND);
+    args.push(code);
+    args.extend_from_slice(call);
     encode_command(&args)
 }
 

@@ -380,6 +380,18 @@ fn fcall_generic(ctx: &mut Ctx<'_>, args: Args<'_>, ro: bool) -> CmdResult {
         Some(server.lock_gates_or_busy()?)
     };
     let store = server.scripting.func.lock();
+    fcall_in(ctx, args, ro, &store)
+}
+
+/// FCALL / FCALL_RO (`ro`) of a function of `store`, the caller holding what it must (the
+/// gates, unless it never blocks).
+pub(crate) fn fcall_in(
+    ctx: &mut Ctx<'_>,
+    args: Args<'_>,
+    ro: bool,
+    store: &script::FunctionStore,
+) -> CmdResult {
+    let server = ctx.server.clone();
     let name = String::from_utf8_lossy(args.arg(1)).into_owned();
     let info = store
         .index
@@ -417,6 +429,14 @@ fn fcall_generic(ctx: &mut Ctx<'_>, args: Args<'_>, ro: bool) -> CmdResult {
     let r = script::run(&store.engine, ctx, &func, opts);
     *server.scripting.run.current.lock() = None;
     r
+}
+
+/// The code of the library holding function `name`, if one does (cluster mode puts it in
+/// a replicated FCALL).
+pub(crate) fn function_code(server: &crate::server::Server, name: &[u8]) -> Option<Vec<u8>> {
+    let store = server.scripting.func.lock();
+    let lib = store.index.get(std::str::from_utf8(name).ok()?)?;
+    store.libraries.get(lib).map(|l| l.code.clone())
 }
 
 fn function_load(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {

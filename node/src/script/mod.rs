@@ -80,7 +80,13 @@ pub struct Scripting {
     pub func: Mutex<FunctionStore>,
     /// The script running now.
     pub run: RunState,
+    /// Cluster mode: the libraries of replicated FCALLs (an FCALL entry carries its
+    /// library's code, so every replica runs the same code), by the code's SHA1.
+    replicated: Mutex<HashMap<String, Arc<Mutex<FunctionStore>>>>,
 }
+
+/// How many libraries [`Scripting::library_store`] keeps compiled.
+const REPLICATED_LIBRARIES: usize = 64;
 
 impl Default for Scripting {
     fn default() -> Self {
@@ -95,7 +101,27 @@ impl Scripting {
             eval: Mutex::new(Engine::new("@user_script")),
             func: Mutex::new(FunctionStore::new()),
             run: RunState::default(),
+            replicated: Mutex::new(HashMap::new()),
         }
+    }
+
+    /// A function store holding exactly the library `code`, compiled on first use (a
+    /// replicated FCALL runs its function from there, whatever this node's FUNCTION LOAD
+    /// state is); the error of FUNCTION LOAD when the code does not load.
+    pub fn library_store(&self, code: &[u8]) -> Result<Arc<Mutex<FunctionStore>>, CmdError> {
+        let sha = sha1_hex(code);
+        if let Some(s) = self.replicated.lock().get(&sha) {
+            return Ok(s.clone());
+        }
+        let mut store = FunctionStore::new();
+        store.load(code, false)?;
+        let store = Arc::new(Mutex::new(store));
+        let mut m = self.replicated.lock();
+        if m.len() >= REPLICATED_LIBRARIES {
+            m.clear();
+        }
+        m.insert(sha, store.clone());
+        Ok(store)
     }
 }
 
