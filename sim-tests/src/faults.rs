@@ -2,16 +2,22 @@
 //! nodes, isolating a node (often a group's leader) from every other host, one-way
 //! partitions, held links (messages delayed until released) and crashes with restart from
 //! the same disk. Each fault lasts a drawn time and is then undone; [`Faults::heal_all`]
-//! undoes whatever is left when the calm phase starts.
+//! undoes whatever is left when the calm phase starts. [`run_reconfigurer`] changes the
+//! groups' voters meanwhile (Raft membership changes, as moving a group between nodes
+//! does).
 
+use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::collections::BTreeSet;
+use std::rc::Rc;
 use std::time::Duration;
 
 use raft::openraft::ServerState;
+use raft::GroupId;
 use raft::NodeId;
 use rand::rngs::SmallRng;
 use rand::Rng;
+use rand::SeedableRng;
 
 use crate::node::host_name;
 use crate::node::Shared;
@@ -263,5 +269,60 @@ impl Faults {
         }
         self.next_at = Duration::MAX;
         self.log.push(format!("{now:?}: heal all"));
+    }
+}
+
+/// Changes group voters during the chaos phase, as an operator (or Ember's placement
+/// follower) moving groups does: every 300-1500 ms, the leader of a random group is asked
+/// to make a random subset of the nodes its voters (at least 3 of 4 or more nodes, at
+/// least 2 of 3), keeping the others as learners, so the next change can bring them back.
+/// A change that does not finish within 2 s (the leader lost its quorum or crashed) is
+/// abandoned; openraft completes or discards it. What it asked goes into `log`.
+pub async fn run_reconfigurer(
+    shared: Rc<crate::node::Shared>,
+    seed: u64,
+    nodes: Vec<NodeId>,
+    groups: Vec<GroupId>,
+    stop_at: Duration,
+    log: Rc<RefCell<Vec<String>>>,
+) -> turmoil::Result {
+    let mut rng = SmallRng::seed_from_u64(seed ^ 0x7ec0_4f16);
+    let min = if nodes.len() >= 4 {
+        3
+    } else {
+        2.min(nodes.len())
+    };
+    loop {
+        tokio::time::sleep(Duration::from_millis(rng.random_range(300..1500))).await;
+        let now = turmoil::sim_elapsed().unwrap_or_default();
+        if now >= stop_at {
+            return Ok(());
+        }
+        let g = groups[rng.random_range(0..groups.len())];
+        let size = rng.random_range(min..=nodes.len());
+        let mut pool = nodes.clone();
+        let mut voters = BTreeSet::new();
+        while voters.len() < size {
+            voters.insert(pool.swap_remove(rng.random_range(0..pool.len())));
+        }
+        let leader = shared.registry.borrow().iter().find_map(|(&id, multi)| {
+            let group = multi.group(g)?;
+            (group.raft.metrics().borrow().state == ServerState::Leader)
+                .then(|| (id, group.raft.clone()))
+        });
+        let Some((id, raft)) = leader else { continue };
+        let res = tokio::time::timeout(
+            Duration::from_secs(2),
+            raft.change_membership(voters.clone(), true),
+        )
+        .await;
+        let outcome = match res {
+            Ok(Ok(_)) => "done".to_string(),
+            Ok(Err(e)) => format!("refused: {e}"),
+            Err(_) => "abandoned".to_string(),
+        };
+        log.borrow_mut().push(format!(
+            "{now:?}: {g} voters -> {voters:?} via n{id}: {outcome}"
+        ));
     }
 }

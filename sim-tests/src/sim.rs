@@ -19,6 +19,7 @@ use crate::client::run_client;
 use crate::client::run_final_reader;
 use crate::client::ClientSpec;
 use crate::client::Keyspace;
+use crate::faults::run_reconfigurer;
 use crate::faults::Faults;
 use crate::history::History;
 use crate::history::Op;
@@ -50,6 +51,8 @@ pub struct SimConfig {
     pub snapshot_every: Option<u64>,
     /// A deliberate bug planted in every node (to test the checks), or `None`.
     pub mutant: Option<Mutant>,
+    /// Whether the chaos phase also changes the groups' voters ([`run_reconfigurer`]).
+    pub reconfigure: bool,
 }
 
 impl Default for SimConfig {
@@ -64,6 +67,7 @@ impl Default for SimConfig {
             faults: true,
             snapshot_every: Some(40),
             mutant: None,
+            reconfigure: false,
         }
     }
 }
@@ -311,6 +315,20 @@ pub fn run(seed: u64, cfg: &SimConfig) -> SimReport {
     };
     let read_at = cfg.chaos + Duration::from_secs(3);
     sim.client("reader", run_final_reader(reader, read_at, history.clone()));
+    let reconfigured = Rc::new(std::cell::RefCell::new(Vec::new()));
+    if cfg.reconfigure {
+        sim.client(
+            "operator",
+            run_reconfigurer(
+                shared.clone(),
+                seed,
+                members.clone(),
+                groups.clone(),
+                cfg.chaos,
+                reconfigured.clone(),
+            ),
+        );
+    }
 
     let mut faults = Faults::new(
         SmallRng::seed_from_u64(seed ^ 0x000f_a017),
@@ -369,7 +387,11 @@ pub fn run(seed: u64, cfg: &SimConfig) -> SimReport {
         seed,
         history: ops,
         replicas,
-        faults: std::mem::take(&mut faults.log),
+        faults: {
+            let mut log = std::mem::take(&mut faults.log);
+            log.extend(reconfigured.take());
+            log
+        },
         violations,
         elapsed,
     }

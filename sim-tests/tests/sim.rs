@@ -58,6 +58,21 @@ fn five_nodes_three_groups_ci_seeds() {
 }
 
 #[test]
+fn voters_change_under_faults_ci_seeds() {
+    // Groups' voters change (joint consensus, removed voters kept as learners) while
+    // the faults go on: as moving groups between nodes does.
+    for nodes in [3, 5] {
+        let cfg = SimConfig {
+            nodes,
+            groups: 2,
+            reconfigure: true,
+            ..SimConfig::default()
+        };
+        run_seeds(300..304, &cfg);
+    }
+}
+
+#[test]
 fn one_group_without_snapshots() {
     let cfg = SimConfig {
         groups: 1,

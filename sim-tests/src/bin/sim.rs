@@ -2,6 +2,7 @@
 //!
 //! ```text
 //! cargo run -p ember-sim-tests --bin sim -- --seeds 1000 [--from 0] [--nodes 5] [--groups 3]
+//!     [--reconfigure]   (groups' voters change during the chaos phase)
 //!     [--clients 4] [--registers 6] [--counters 3] [--chaos-secs 8] [--snapshot-every 40|0]
 //! cargo run -p ember-sim-tests --bin sim -- --reproduce 42 [--verbose]
 //! ```
@@ -58,6 +59,7 @@ fn parse() -> Result<Args, String> {
                 args.cfg.snapshot_every = Some(value("--snapshot-every")?).filter(|&n| n > 0)
             }
             "--verbose" => args.verbose = true,
+            "--reconfigure" => args.cfg.reconfigure = true,
             other => return Err(format!("unknown argument {other}")),
         }
     }
