@@ -270,22 +270,34 @@ impl Cluster {
             "readindex" => ReadMode::ReadIndex,
             _ => ReadMode::Lease,
         };
-        // Failover takes about the followers' leader lease (election_timeout_max) plus one
-        // election timeout: ~0.85-1 s with the default node timeout of 1000 ms.
+        // A follower that heard from its leader waits the leader lease (its own
+        // election_timeout_max) plus its election timeout before it stands: ~0.75-0.98 s
+        // with the default node timeout of 1000 ms. openraft draws each group's timeout
+        // once per process from [min, max); when the two survivors of a dead leader drew
+        // timeouts within a message's latency of each other, they split the vote, and
+        // with fixed timeouts again and again (2-3 s failovers, about one kill in ten).
+        // So each node draws from its own window, by id mod 3 (350-390, 400-440, 450-490
+        // ms), and the first survivor's request reaches the other before it stands. Every
+        // window ends by half the node timeout, and reads' lease below stays shorter than
+        // every node's leader lease.
         let election_min = timeout * 35 / 100;
         let heartbeat_interval = (timeout / 10).max(10);
-        let raft_config = RaftConfig {
-            cluster_name: "ember".into(),
-            heartbeat_interval,
-            election_timeout_min: election_min,
-            election_timeout_max: timeout / 2,
-            install_snapshot_timeout: timeout.max(1000),
-            snapshot_policy: SnapshotPolicy::LogsSinceLast(10_000),
-            max_in_snapshot_log_to_keep: 1000,
-            // One node-wide timer sends every led group's heartbeats at once
-            // (`send_heartbeats`), and the bus puts them in one RPC per peer.
-            enable_heartbeat: false,
-            ..Default::default()
+        let raft_config = |me: NodeId| {
+            let window = (me.max(1) - 1) % 3;
+            let min = election_min + window * timeout / 20;
+            RaftConfig {
+                cluster_name: "ember".into(),
+                heartbeat_interval,
+                election_timeout_min: min,
+                election_timeout_max: min + (timeout / 25).max(1),
+                install_snapshot_timeout: timeout.max(1000),
+                snapshot_policy: SnapshotPolicy::LogsSinceLast(10_000),
+                max_in_snapshot_log_to_keep: 1000,
+                // One node-wide timer sends every led group's heartbeats at once
+                // (`send_heartbeats`), and the bus puts them in one RPC per peer.
+                enable_heartbeat: false,
+                ..Default::default()
+            }
         };
         let bus_config = BusConfig {
             connect_timeout: Duration::from_millis(timeout / 2),
@@ -375,7 +387,7 @@ impl Cluster {
             .map_err(|e| format!("can't open the raft database '{dir}': {e}"))?;
             let transport = BusTransport::new(me, bus_config);
             let multi = Arc::new(
-                MultiRaft::new(me, db, raft_config, transport).map_err(|e| e.to_string())?,
+                MultiRaft::new(me, db, raft_config(me), transport).map_err(|e| e.to_string())?,
             );
             let meta = multi
                 .open_group(
