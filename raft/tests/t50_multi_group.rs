@@ -60,26 +60,17 @@ async fn t50_groups_share_a_db_and_stay_independent() {
     assert!(matches!(err, Err(raft::Error::GroupOpen(GroupId(1)))));
 
     tracing::info!("--- removing a group deletes its state only");
-    let node = &c.nodes[&3];
-    assert!(node
-        .multi
-        .db()
-        .committed_index(GroupId(2))
-        .unwrap()
-        .is_some());
-    node.multi.remove_group(GroupId(2)).await.unwrap();
-    assert!(node.multi.group(GroupId(2)).is_none());
+    let db = c.nodes[&3].multi.db().clone();
+    let committed = |g: u32| db.committed_index(GroupId(g)).unwrap();
+    assert!(committed(2).is_some());
+    c.nodes[&3].multi.remove_group(GroupId(2)).await.unwrap();
+    assert!(c.nodes[&3].multi.group(GroupId(2)).is_none());
     let left: Vec<GroupId> = groups
         .iter()
         .copied()
         .filter(|&g| g != GroupId(2))
         .collect();
-    assert_eq!(node.multi.db().groups().unwrap(), left);
-    assert_eq!(node.multi.db().committed_index(GroupId(2)).unwrap(), None);
-    assert!(node
-        .multi
-        .db()
-        .committed_index(GroupId(3))
-        .unwrap()
-        .is_some());
+    assert_eq!(db.groups().unwrap(), left);
+    assert_eq!(committed(2), None);
+    assert!(committed(3).is_some());
 }

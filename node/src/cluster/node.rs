@@ -985,18 +985,24 @@ impl Cluster {
 /// Whether group `h`'s Raft membership (as its leader, this node, sees it) differs from
 /// what `topo` places: voters, and for the metadata group every other node a learner.
 fn membership_differs(h: &GroupHandle, topo: &Topology, me: NodeId) -> bool {
-    let m = h.metrics.borrow();
-    if m.state != ServerState::Leader || m.current_leader != Some(me) {
-        return false;
+    {
+        let m = h.metrics.borrow();
+        if m.state != ServerState::Leader || m.current_leader != Some(me) {
+            return false;
+        }
     }
     let (voters, all) = wanted_members(h.id, topo);
-    if voters.is_empty() {
-        return false;
-    }
+    !voters.is_empty() && current_members(h) != (voters, all)
+}
+
+/// Group `h`'s voters and all its members (voters and learners), as this node knows them.
+fn current_members(h: &GroupHandle) -> (BTreeSet<NodeId>, BTreeSet<NodeId>) {
+    let m = h.metrics.borrow();
     let mem = m.membership_config.membership();
-    let have_voters: BTreeSet<NodeId> = mem.voter_ids().collect();
-    let have_all: BTreeSet<NodeId> = mem.nodes().map(|(id, _)| *id).collect();
-    have_voters != voters || have_all != all
+    (
+        mem.voter_ids().collect(),
+        mem.nodes().map(|(id, _)| *id).collect(),
+    )
 }
 
 /// The voters and all members `topo` wants for group `g`.
@@ -1017,14 +1023,7 @@ fn wanted_members(g: GroupId, topo: &Topology) -> (BTreeSet<NodeId>, BTreeSet<No
 async fn change_members(h: Arc<GroupHandle>, topo: Arc<Topology>, settle: Duration) {
     let run = async {
         let (voters, all) = wanted_members(h.id, &topo);
-        let present: BTreeSet<NodeId> = h
-            .metrics
-            .borrow()
-            .membership_config
-            .membership()
-            .nodes()
-            .map(|(id, _)| *id)
-            .collect();
+        let (_, present) = current_members(&h);
         for &n in all.difference(&present) {
             let Some(p) = topo.nodes.get(&n) else {
                 continue;
@@ -1035,13 +1034,7 @@ async fn change_members(h: Arc<GroupHandle>, topo: Arc<Topology>, settle: Durati
                 .await
                 .map_err(|e| e.to_string())?;
         }
-        let have: BTreeSet<NodeId> = h
-            .metrics
-            .borrow()
-            .membership_config
-            .membership()
-            .voter_ids()
-            .collect();
+        let (have, _) = current_members(&h);
         if have != voters {
             tracing::info!(group = %h.id, from = ?have, to = ?voters, "cluster: changing voters");
             h.raft
@@ -1049,15 +1042,7 @@ async fn change_members(h: Arc<GroupHandle>, topo: Arc<Topology>, settle: Durati
                 .await
                 .map_err(|e| e.to_string())?;
         }
-        let extra: BTreeSet<NodeId> = h
-            .metrics
-            .borrow()
-            .membership_config
-            .membership()
-            .nodes()
-            .map(|(id, _)| *id)
-            .filter(|id| !all.contains(id))
-            .collect();
+        let extra: BTreeSet<NodeId> = current_members(&h).1.difference(&all).copied().collect();
         if !extra.is_empty() {
             tokio::time::sleep(settle).await;
             tracing::info!(group = %h.id, nodes = ?extra, "cluster: removing learners");
