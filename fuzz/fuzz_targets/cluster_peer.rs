@@ -4,7 +4,9 @@
 //!   `BusServer` (with no groups, so only the decoding of the kind and payload runs);
 //! - a `RaftRequest` with the kind and payload taken from the input directly;
 //! - a log entry applied by a group's `ClusterStateMachine` (plain, batch or transaction
-//!   entry bytes), whose response then goes through the batch reply splitter.
+//!   entry bytes), whose response then goes through the batch reply splitter;
+//! - a metadata group entry (INIT, ADDNODE, FORGET, FUNCTION ...) applied by a
+//!   `MetaStateMachine`, or a metadata snapshot it installs (a bad one changes nothing).
 
 #![no_main]
 
@@ -12,6 +14,7 @@ use std::sync::{Arc, OnceLock};
 
 use cluster_bus::{pb, BusServer};
 use libfuzzer_sys::fuzz_target;
+use node::cluster::meta::{MetaStateMachine, Topology};
 use node::cluster::{split_batch_reply, ClusterStateMachine, BATCH_MARKER};
 use node::config::Config;
 use node::server::Server;
@@ -38,7 +41,19 @@ fuzz_target!(|data: &[u8]| {
         return;
     };
     let bus = BusServer::new(1, |_| None);
-    match mode % 4 {
+    match mode % 6 {
+        4 | 5 => {
+            let (tx, _rx) = tokio::sync::watch::channel(Arc::new(Topology::default()));
+            let mut sm = MetaStateMachine::new(tx, Some(Arc::downgrade(server())));
+            if mode % 6 == 4 {
+                sm.apply(1, &Request::new(rest.to_vec(), 1_000_000_000, 7));
+            } else {
+                let before = sm.snapshot();
+                if sm.install(rest).is_err() {
+                    assert_eq!(sm.snapshot(), before);
+                }
+            }
+        }
         0 => {
             if let Ok(req) = pb::RaftRequest::decode(rest) {
                 let reply = runtime().block_on(bus.handle(req));
