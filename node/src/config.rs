@@ -342,6 +342,21 @@ static DIRECTIVES: &[Directive] = &[
         mutable: false,
     },
     Directive {
+        // Cluster mode: the password (and user) a node gives when it calls another node's
+        // client port (cluster-join, CLUSTER JOIN / FORGET and FUNCTION writes forwarded
+        // to the metadata group's leader), as Redis replicas use them with their master.
+        name: "masterauth",
+        kind: Kind::Str,
+        default: "",
+        mutable: true,
+    },
+    Directive {
+        name: "masteruser",
+        kind: Kind::Str,
+        default: "",
+        mutable: true,
+    },
+    Directive {
         name: "cluster-groups",
         kind: Kind::Int { min: 1, max: 16384 },
         default: "64",

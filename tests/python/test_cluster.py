@@ -45,9 +45,9 @@ class Node:
     """One ember process in cluster mode; its directory outlives restarts."""
 
     def __init__(self, port: int, bus: int, bootstrap: str, workdir: str, groups: int = GROUPS,
-                 join: str = ""):
+                 join: str = "", extra: tuple[str, ...] = ()):
         self.port, self.bus, self.bootstrap, self.workdir = port, bus, bootstrap, workdir
-        self.groups, self.join = groups, join
+        self.groups, self.join, self.extra = groups, join, extra
         self.proc: subprocess.Popen | None = None
         self.log = os.path.join(workdir, "server.log")
 
@@ -58,7 +58,7 @@ class Node:
                   else ["--cluster-bootstrap", self.bootstrap]),
                 "--cluster-port", str(self.bus),
                 "--cluster-groups", str(self.groups),
-                "--cluster-node-timeout", str(NODE_TIMEOUT_MS)]
+                "--cluster-node-timeout", str(NODE_TIMEOUT_MS), *self.extra]
         logf = open(self.log, "ab")
         self.proc = subprocess.Popen(argv, stdout=logf, stderr=subprocess.STDOUT,
                                      stdin=subprocess.DEVNULL, cwd=self.workdir)
@@ -70,7 +70,7 @@ class Node:
                 with socket.create_connection((HOST, self.port), timeout=1) as s:
                     s.sendall(b"PING\r\n")
                     s.settimeout(2)
-                    if s.recv(16).startswith(b"+PONG"):
+                    if s.recv(16).startswith((b"+PONG", b"-NOAUTH")):
                         return
             except OSError:
                 pass
@@ -1010,3 +1010,31 @@ def test_functions_are_cluster_wide(cluster):
     with pytest.raises(redis.ResponseError, match="Function not found"):
         rc.fcall("bump", 1, "fn:0", 1)
     rc.close()
+
+
+def test_join_with_a_password():
+    """With requirepass on every node, a joining node logs in with masterauth (as a Redis
+    replica does with its master), and so does a member forwarding CLUSTER JOIN to the
+    metadata group's leader."""
+    secret = ("--requirepass", "s3cret", "--masterauth", "s3cret")
+    ports = _free_ports(4)
+    root = tempfile.mkdtemp(prefix="ember-cluster-")
+    boot = f"{HOST}:{ports[0]}@{ports[1]}"
+    nodes = []
+    try:
+        for i, (p, b, join) in enumerate([(ports[0], ports[1], ""),
+                                          (ports[2], ports[3], f"{HOST}:{ports[0]}")]):
+            d = os.path.join(root, f"n{i + 1}")
+            os.makedirs(d)
+            n = Node(p, b, boot if not join else "", d, 4, join=join, extra=secret)
+            nodes.append(n)
+            n.start()
+        r = redis.Redis(host=HOST, port=ports[2], password="s3cret", decode_responses=True)
+        _wait("the second node joined",
+              lambda: int(r.cluster("INFO")["cluster_known_nodes"]) == 2 or r.cluster("INFO"))
+        with pytest.raises(redis.AuthenticationError):
+            redis.Redis(host=HOST, port=ports[2]).cluster("INFO")
+    finally:
+        for n in nodes:
+            n.stop()
+        shutil.rmtree(root, ignore_errors=True)

@@ -353,7 +353,12 @@ impl Cluster {
                     .parse::<NodeId>()
                     .map_err(|_| format!("bad node id in {}", id_file.display()))?,
                 Err(_) => {
-                    let me = rt.block_on(ask_to_join(&join, &announce, port, own_bus, timeout))?;
+                    let me = rt.block_on(ask_to_join(
+                        &join,
+                        (&announce, port, own_bus),
+                        &PeerAuth::from_config(config),
+                        timeout,
+                    ))?;
                     std::fs::create_dir_all(&dir)
                         .and_then(|_| std::fs::write(&id_file, format!("{me}\n")))
                         .map_err(|e| format!("can't write {}: {e}", id_file.display()))?;
@@ -723,7 +728,12 @@ impl Cluster {
                     if let Some(node) = f.leader_node.filter(|_| f.leader_id != Some(self.me)) {
                         let args: Vec<&[u8]> = client_args.iter().map(Vec::as_slice).collect();
                         let left = deadline.saturating_duration_since(Instant::now());
-                        return match resp_call(&node.addr, &args, left).await? {
+                        let auth = self
+                            .server
+                            .upgrade()
+                            .map(|s| PeerAuth::from_config(&s.config.read()))
+                            .unwrap_or_default();
+                        return match resp_call(&node.addr, &args, &auth, left).await? {
                             resp::Frame::Error(e) => Err(e),
                             f => {
                                 let mut out = Vec::new();
@@ -1070,21 +1080,63 @@ fn raft_nodes(topo: &Topology, ids: &[NodeId]) -> BTreeMap<NodeId, Node> {
         .collect()
 }
 
-/// Sends one command to the Redis listener at `addr` and reads its reply.
-async fn resp_call(addr: &str, args: &[&[u8]], limit: Duration) -> Result<resp::Frame, String> {
+/// How a node logs in to another node's client port: `masteruser` and `masterauth`.
+#[derive(Debug, Clone, Default)]
+struct PeerAuth {
+    user: String,
+    pass: String,
+}
+
+impl PeerAuth {
+    fn from_config(config: &Config) -> Self {
+        PeerAuth {
+            user: config.get("masteruser").to_string(),
+            pass: config.get("masterauth").to_string(),
+        }
+    }
+}
+
+/// Sends one command to the Redis listener at `addr` (after AUTH when `auth` has a
+/// password) and reads its reply.
+async fn resp_call(
+    addr: &str,
+    args: &[&[u8]],
+    auth: &PeerAuth,
+    limit: Duration,
+) -> Result<resp::Frame, String> {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let run = async {
         let mut s = tokio::net::TcpStream::connect(addr)
             .await
             .map_err(|e| format!("can't connect to {addr}: {e}"))?;
-        s.write_all(&super::encode_command(args))
+        let mut request = Vec::new();
+        let login = !auth.pass.is_empty();
+        if login {
+            let mut a: Vec<&[u8]> = vec![b"AUTH"];
+            if !auth.user.is_empty() {
+                a.push(auth.user.as_bytes());
+            }
+            a.push(auth.pass.as_bytes());
+            request.extend_from_slice(&super::encode_command(&a));
+        }
+        request.extend_from_slice(&super::encode_command(args));
+        s.write_all(&request)
             .await
             .map_err(|e| format!("{addr}: {e}"))?;
         let mut buf = Vec::new();
         let limits = resp::Limits::default();
+        let mut skip = login;
         loop {
-            if let Some((f, _)) = resp::parse_frame(&buf, &limits).map_err(|e| e.to_string())? {
-                return Ok(f);
+            if let Some((f, used)) = resp::parse_frame(&buf, &limits).map_err(|e| e.to_string())? {
+                if !skip {
+                    return Ok(f);
+                }
+                if let resp::Frame::Error(e) = f {
+                    return Err(format!("{addr}: AUTH: {e}"));
+                }
+                skip = false;
+                buf.drain(..used);
+                continue;
             }
             let mut chunk = [0u8; 4096];
             let n = s
@@ -1106,9 +1158,8 @@ async fn resp_call(addr: &str, args: &[&[u8]], limit: Duration) -> Result<resp::
 /// `ip:port` (bus `bus`); retries for [`JOIN_WAIT`]. This node's id.
 async fn ask_to_join(
     seed: &str,
-    ip: &str,
-    port: u16,
-    bus: u16,
+    (ip, port, bus): (&str, u16, u16),
+    auth: &PeerAuth,
     timeout_ms: u64,
 ) -> Result<NodeId, String> {
     let deadline = Instant::now() + JOIN_WAIT;
@@ -1121,7 +1172,7 @@ async fn ask_to_join(
         bus.as_bytes(),
     ];
     loop {
-        let why = match resp_call(seed, &args, Duration::from_millis(timeout_ms * 4)).await {
+        let why = match resp_call(seed, &args, auth, Duration::from_millis(timeout_ms * 4)).await {
             Ok(resp::Frame::Integer(id)) if id > 0 => return Ok(id as NodeId),
             Ok(other) => format!("{other:?}"),
             Err(e) => e,
