@@ -992,11 +992,13 @@ def test_functions_are_cluster_wide(cluster):
         assert rc.fcall("bump", 1, k, 5) == 5
         assert rc.fcall("bump", 1, k, 2) == 7
         assert rc.fcall_ro("peek", 1, k) == "7"
-    for n in cluster.nodes:        # the replicas applied the same writes
+    # Every node holds every group (3 nodes, 3 replicas) and applies the same writes
+    # (followers a moment after the leader).
+    for n in cluster.nodes:
         r = n.client(decode_responses=True)
         r.execute_command("READONLY")
-        held = [k for k in keys if r.get(k) is not None]
-        assert held and all(r.get(k) == "7" for k in held), n.port
+        _wait(f"replicas on node {n.port}",
+              lambda r=r: [r.get(k) for k in keys] == ["7"] * len(keys), timeout=10)
     with pytest.raises(redis.ResponseError, match="Function not found"):
         rc.fcall("nope", 1, "fn:0")
     owner = cluster.leader_of("fn:0")
