@@ -150,16 +150,10 @@ impl Topology {
                 voters.push(id);
             }
         }
-        let mut load = BTreeMap::new();
-        for &id in &ids {
-            load.insert(id, 0usize);
+        for m in self.placement.iter_mut().skip(1) {
+            m.retain(|id| ids.contains(id));
         }
-        for g in 1..self.placement.len() {
-            self.placement[g].retain(|m| ids.contains(m));
-            for m in &self.placement[g] {
-                *load.entry(*m).or_default() += 1;
-            }
-        }
+        let mut load = self.load();
         for g in 1..self.placement.len() {
             while self.placement[g].len() < want {
                 let Some((&id, _)) = load
@@ -395,9 +389,9 @@ impl MetaStateMachine {
                 if self.topo.is_empty() {
                     return err("CLUSTERDOWN the cluster is not initialized yet");
                 }
-                let before = self.topo.clone();
+                let known = self.topo.nodes.len();
                 let id = self.topo.add_node(ip, port, bus);
-                if self.topo != before {
+                if self.topo.nodes.len() != known {
                     self.topo.epoch += 1;
                 }
                 Bytes::from(format!(":{id}\r\n"))
@@ -433,8 +427,12 @@ const SNAPSHOT_TAG: &[u8] = b"EMBER-META";
 
 impl raft::StateMachine for MetaStateMachine {
     fn apply(&mut self, _index: u64, request: &Request) -> Response {
+        // Every change of the topology bumps its epoch (INIT from 0 to 1).
+        let epoch = self.topo.epoch;
         let reply = self.apply_command(&request.command, request.time_ns, request.seed);
-        self.publish();
+        if self.topo.epoch != epoch {
+            self.publish();
+        }
         Response(reply)
     }
 
@@ -462,16 +460,14 @@ impl raft::StateMachine for MetaStateMachine {
         };
         let payload = args.arg(2);
         if let Some(server) = self.server.as_ref().and_then(Weak::upgrade) {
-            let mut scratch = crate::script::FunctionStore::new();
-            if !payload.is_empty() {
-                let codes = storage::rdb::functions_from_payload(payload)
-                    .map_err(|_| invalid("bad function payload"))?;
-                for c in &codes {
-                    scratch
-                        .load(c, false)
-                        .map_err(|e| invalid(&e.to_string()))?;
-                }
-            }
+            let codes = if payload.is_empty() {
+                Vec::new()
+            } else {
+                storage::rdb::functions_from_payload(payload)
+                    .map_err(|_| invalid("bad function payload"))?
+            };
+            let scratch = crate::script::FunctionStore::from_codes(&codes)
+                .map_err(|e| invalid(&e.to_string()))?;
             *server.scripting.func.lock() = scratch;
         }
         self.topo = topo;

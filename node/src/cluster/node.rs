@@ -901,6 +901,8 @@ async fn maintain(cl: Weak<Cluster>, every: Duration) {
     let Some(mut changes) = cl.upgrade().map(|c| c.topology.clone()) else {
         return;
     };
+    // The links follow the topology only (start() made the first ones).
+    let mut linked_epoch = None;
     loop {
         // A closed channel (the group is shutting down): pace the loop anyway.
         if let Ok(Err(_)) = tokio::time::timeout(every, changes.changed()).await {
@@ -912,7 +914,10 @@ async fn maintain(cl: Weak<Cluster>, every: Duration) {
             cl.initialize_meta();
             continue;
         }
-        cl.sync_links(&topo);
+        if linked_epoch != Some(topo.epoch) {
+            cl.sync_links(&topo);
+            linked_epoch = Some(topo.epoch);
+        }
         if let Err(e) = cl.open_placed(&topo).await {
             tracing::warn!(error = %e, "cluster: can't open a group placed here");
         }

@@ -379,8 +379,7 @@ const FUNCTION_WAIT: std::time::Duration = std::time::Duration::from_millis(300)
 /// Waits (up to [`FUNCTION_WAIT`]) until function `name` is loaded on this node.
 async fn wait_for_function(server: &Server, name: &[u8]) {
     let deadline = std::time::Instant::now() + FUNCTION_WAIT;
-    while crate::cmd::scripting::function_code(server, name).is_none()
-        && std::time::Instant::now() < deadline
+    while !crate::cmd::scripting::has_function(server, name) && std::time::Instant::now() < deadline
     {
         tokio::time::sleep(std::time::Duration::from_millis(10)).await;
     }

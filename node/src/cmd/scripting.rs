@@ -431,6 +431,11 @@ pub(crate) fn fcall_in(
     r
 }
 
+/// Whether function `name` is loaded.
+pub(crate) fn has_function(server: &crate::server::Server, name: &[u8]) -> bool {
+    std::str::from_utf8(name).is_ok_and(|n| server.scripting.func.lock().index.contains_key(n))
+}
+
 /// The code of the library holding function `name`, if one does (cluster mode puts it in
 /// a replicated FCALL).
 pub(crate) fn function_code(server: &crate::server::Server, name: &[u8]) -> Option<Vec<u8>> {
@@ -517,10 +522,7 @@ fn function_restore(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
         Err(E::BadData) => return Err(CmdError::err("Bad data format")),
     };
     // Compile everything in a scratch store first (also validates the payload).
-    let mut scratch = script::FunctionStore::new();
-    for c in &codes {
-        scratch.load(c, false)?;
-    }
+    let scratch = script::FunctionStore::from_codes(&codes)?;
     let mut store = ctx.server.scripting.func.lock();
     if flush {
         *store = scratch;

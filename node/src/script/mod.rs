@@ -113,9 +113,7 @@ impl Scripting {
         if let Some(s) = self.replicated.lock().get(&sha) {
             return Ok(s.clone());
         }
-        let mut store = FunctionStore::new();
-        store.load(code, false)?;
-        let store = Arc::new(Mutex::new(store));
+        let store = Arc::new(Mutex::new(FunctionStore::from_codes(&[code])?));
         let mut m = self.replicated.lock();
         if m.len() >= REPLICATED_LIBRARIES {
             m.clear();
@@ -970,6 +968,16 @@ impl FunctionStore {
             libraries: BTreeMap::new(),
             index: HashMap::new(),
         }
+    }
+
+    /// A fresh store with the libraries `codes` loaded (FUNCTION RESTORE's scratch store,
+    /// a metadata snapshot, a replicated FCALL's library); the first load error.
+    pub fn from_codes<C: AsRef<[u8]>>(codes: &[C]) -> Result<Self, CmdError> {
+        let mut store = FunctionStore::new();
+        for c in codes {
+            store.load(c.as_ref(), false)?;
+        }
+        Ok(store)
     }
 
     /// Loads a library (FUNCTION LOAD): returns its name.
