@@ -113,6 +113,12 @@ impl Pause {
         self.notify.notify_waiters();
     }
 
+    /// True while a pause is set (it may have run out already: [`Pause::wait_for`] tells).
+    #[inline]
+    pub fn active(&self) -> bool {
+        self.until_ms.load(Relaxed) != 0
+    }
+
     /// How long `spec` must still wait, if it is paused.
     pub fn wait_for(&self, spec: &CommandSpec) -> Option<Duration> {
         let until = self.until_ms.load(Relaxed);

@@ -219,3 +219,43 @@ def test_concurrent_pipelines_keep_order(server, r):
     run_threads(n, work)
     for i in range(n):
         assert r.get(f"seq:{i}") == b"2000"
+
+
+def test_pipelines_mixing_exclusive_and_plain_commands(server, r):
+    """Each batch mixes plain commands with ones that stop every worker (EXEC, EVAL), a
+    blocking pop that finds data, and eviction switched on and off: a worker that kept
+    its own gate across such a batch would wait for itself forever."""
+    threads, rounds = 8, 30
+    incr_lua = "return redis.call('INCR', KEYS[1])"
+
+    def work(i):
+        c = server.client(raw=True)
+        try:
+            for n in range(rounds):
+                p = c.pipeline(transaction=False)
+                p.execute_command("SET", f"mix:{i}", n)
+                p.execute_command("EVAL", incr_lua, 1, "mix:lua")
+                p.execute_command("INCR", "mix:plain")
+                p.execute_command("MULTI")
+                p.execute_command("INCR", "mix:tx")
+                p.execute_command("EXEC")
+                p.execute_command("RPUSH", f"mix:list:{i}", n)
+                p.execute_command("BLPOP", f"mix:list:{i}", 1)
+                if i == 0:
+                    p.execute_command("CONFIG", "SET", "maxmemory", "1gb")
+                    p.execute_command("SET", "mix:evicting", n)
+                    p.execute_command("CONFIG", "SET", "maxmemory", "0")
+                p.execute_command("GET", f"mix:{i}")
+                replies = p.execute()
+                assert replies[2] >= 1
+                assert replies[5][0] >= 1
+                assert replies[7] == [f"mix:list:{i}".encode(), str(n).encode()]
+                assert replies[-1] == str(n).encode()
+        finally:
+            c.close()
+
+    run_threads(threads, work, timeout=60)
+    total = threads * rounds
+    assert r.get("mix:lua") == str(total).encode()
+    assert r.get("mix:plain") == str(total).encode()
+    assert r.get("mix:tx") == str(total).encode()
