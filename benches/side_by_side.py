@@ -699,6 +699,82 @@ def print_latency(opts, results: dict) -> None:
         print(f"| {cmd} | {cells[0]} | {cells[1]} | {cells[2]} | {cells[3]} | {rates[0]} | {rates[1]} |")
 
 
+TARGET_RATIO = 1.5
+
+
+def ratio_verdict(what: str, pairs: list[tuple[str, float | None, float | None]]) -> str:
+    """'met by k of n (...)' for ember/redis ratios of at least TARGET_RATIO."""
+    measured = [(c, e / r) for c, e, r in pairs if e is not None and r]
+    if not measured:
+        return f"{what}: not measured"
+    low = [f"{c} {x:.2f}x" for c, x in measured if x < TARGET_RATIO]
+    head = (f"{what} >= {TARGET_RATIO}x redis: met by {len(measured) - len(low)} of "
+            f"{len(measured)}")
+    return head + (f"; not by {', '.join(low)}" if low else " (all)")
+
+
+def print_targets(opts, results: dict, commands: list[str]) -> None:
+    """Issue 8's five targets against this run's medians (a ratio in one run, so the same
+    minutes judge both servers)."""
+    if not all(n in results for n in ("ember", "redis")):
+        return
+    e, r = results["ember"], results["redis"]
+    thr, eff = [], []
+    for cmd in commands:
+        _, _, e_ops, e_eff = outcome_cells(e["commands"].get(cmd))
+        _, _, r_ops, r_eff = outcome_cells(r["commands"].get(cmd))
+        thr.append((cmd, e_ops, r_ops))
+        eff.append((cmd, e_eff, r_eff))
+    print("\nAgainst the targets (medians of this run):\n")
+    print(f"1. {ratio_verdict('Throughput (ops/s)', thr)}")
+    print(f"2. {ratio_verdict('Efficiency (ops per server CPU-s)', eff)}")
+    if opts.latency:
+        worse = []
+        n = 0
+        for cmd in ("GET", "SET"):
+            eo, ro = e["latency"].get(cmd), r["latency"].get(cmd)
+            if not (eo and eo.runs and ro and ro.runs):
+                continue
+            for q in ("p50_us", "p99_us"):
+                ev = median_or_none([getattr(x, q) for x in eo.runs])
+                rv = median_or_none([getattr(x, q) for x in ro.runs])
+                if ev is None or rv is None:
+                    continue
+                n += 1
+                if ev > rv:
+                    worse.append(f"{cmd} {q[:3]} {ev:.0f} > {rv:.0f} us")
+        verdict = ("not measured" if n == 0 else
+                   f"{n - len(worse)} of {n} no worse than redis"
+                   + (f"; worse: {', '.join(worse)}" if worse else " (all)"))
+        print(f"3. Latency at pipeline 1 (GET, SET; p50, p99): {verdict}")
+    else:
+        print("3. Latency at pipeline 1: not measured (--latency)")
+    em, rm = e.get("used_memory_per_key"), r.get("used_memory_per_key")
+    if em is not None and rm is not None:
+        print(f"4. Memory per key: ember {em:.0f} B, redis {rm:.0f} B: "
+              + ("met" if em <= rm else "not met"))
+    else:
+        print("4. Memory per key: not measured")
+    print("5. Scaling: see --scaling 1,2 (--threads 1 for the generator)")
+
+
+def print_scaling_verdict(opts, results: dict, counts: list[int]) -> None:
+    """Target 5: more threads beat fewer, command by command."""
+    if len(counts) < 2:
+        return
+    lo, hi = min(counts), max(counts)
+    beat, lost = [], []
+    for cmd in opts.commands:
+        _, _, a, _ = outcome_cells(results[f"ember-{lo}"]["commands"].get(cmd))
+        _, _, b, _ = outcome_cells(results[f"ember-{hi}"]["commands"].get(cmd))
+        if a is None or b is None:
+            continue
+        (beat if b > a else lost).append(f"{cmd} {b / a:.2f}x")
+    print(f"\nScaling target: {hi} threads beat {lo} for {len(beat)} of {len(beat) + len(lost)} "
+          f"commands" + (f"; not for {', '.join(lost)}" if lost else " (all)")
+          + (f" ({', '.join(beat)})" if beat else ""))
+
+
 def print_details(results: dict) -> None:
     print("\nEvery run (ops/s; server CPU in cores = CPU-s per second; generator CPU % of a core; "
           "latency p50/p99 per request, us; other cores = CPU used by every other process on "
@@ -827,6 +903,7 @@ def main(argv: list[str] | None = None) -> int:
                 results[f"ember-{n}"] = bench_server(opts, "ember", logdir, opts.commands,
                                                      ember_threads=n)
             print_scaling(opts, results, counts)
+            print_scaling_verdict(opts, results, counts)
         else:
             for name in servers:
                 results[name] = bench_server(opts, name, logdir, opts.commands,
@@ -837,6 +914,7 @@ def main(argv: list[str] | None = None) -> int:
             print_memory(opts, results)
             if opts.latency:
                 print_latency(opts, results)
+            print_targets(opts, results, opts.commands)
             print_details(results)
         print(f"\n(total wall time {time.monotonic() - started:.0f} s; server logs in {logdir})")
         if opts.json_out:
