@@ -550,6 +550,7 @@ enum Step {
 /// command up, checks arity, auth, the pub/sub context and eviction, and queues it inside
 /// MULTI. Errors found here make a transaction being queued fail at EXEC (Redis's
 /// flagTransaction); errors of MULTI/WATCH themselves do not.
+#[inline(always)]
 fn prepare(
     server: &Server,
     stats: &WorkerStats,
@@ -670,6 +671,7 @@ async fn execute(
 /// instead), runs it, accounts for it and serves clients its writes unblocked. The caller
 /// drops the gate before it waits for anything.
 #[allow(clippy::too_many_arguments)]
+#[inline(always)]
 fn run_now<'s>(
     server: &Arc<Server>,
     stats: &'s WorkerStats,
@@ -738,6 +740,7 @@ fn run_now<'s>(
 
 /// Writes a command's error (flagging a transaction being queued when the command was
 /// `rejected` before running) and applies CLIENT REPLY OFF/SKIP.
+#[inline]
 fn finish(
     stats: &WorkerStats,
     client: &mut Client,
