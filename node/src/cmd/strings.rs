@@ -538,7 +538,7 @@ fn append(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
             let s = as_string_mut(&mut e.value)?;
             check_string_length(ctx, s.len() as u64, add.len() as u64)?;
             let mut raw = s.make_raw();
-            raw.extend_from_slice(add);
+            raw.append(add);
             raw.len()
         }
     };
