@@ -249,8 +249,9 @@ impl Conn {
         let mut close = false;
         // The worker's gate, held from one command of the batch to the next while none of
         // them waits (two atomic instructions a command less): dropped before anything
-        // that waits, before EXCLUSIVE commands (they take every gate) and while eviction
-        // is on (admitting a command takes the gate).
+        // that waits and before EXCLUSIVE commands (they take every gate); while eviction
+        // is on the batch takes the general path (admission takes the gate), and eviction
+        // switched on meanwhile by another client runs under the held gate.
         let stats = self.stats.clone();
         let mut gate = None;
         self.clock = None;
@@ -278,6 +279,7 @@ impl Conn {
                                 &mut self.out,
                                 args,
                                 &mut self.last_cmd,
+                                gate.is_some(),
                             ) {
                                 Step::Done => None,
                                 Step::Run(idx, mark) => run_now(
@@ -549,7 +551,8 @@ enum Step {
 /// The first half of a command, which never waits: applies CLIENT REPLY SKIP, looks the
 /// command up, checks arity, auth, the pub/sub context and eviction, and queues it inside
 /// MULTI. Errors found here make a transaction being queued fail at EXEC (Redis's
-/// flagTransaction); errors of MULTI/WATCH themselves do not.
+/// flagTransaction); errors of MULTI/WATCH themselves do not. `gate_held`: the caller holds
+/// this worker's gate (eviction must not take it again).
 #[inline(always)]
 fn prepare(
     server: &Server,
@@ -558,6 +561,7 @@ fn prepare(
     out: &mut ReplyWriter,
     args: Args<'_>,
     last_cmd: &mut LastCommand,
+    gate_held: bool,
 ) -> Step {
     // CLIENT REPLY SKIP applies to the command after the SKIP.
     match client.reply_mode {
@@ -583,7 +587,8 @@ fn prepare(
                     "Can't execute '{}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context",
                     reg.entry(idx).full_name
                 )))
-            } else if let Err(e) = crate::evict::admit(server, stats, client, idx, spec) {
+            } else if let Err(e) = crate::evict::admit(server, stats, client, idx, spec, gate_held)
+            {
                 WorkerStats::add(&cstat.rejected, 1);
                 Err(e)
             } else if client.multi.is_some() && !spec.has(flags::TX_CONTROL) {
@@ -628,7 +633,8 @@ async fn execute(
     last_cmd: &mut LastCommand,
 ) -> Option<Blocked> {
     let mut reuse = clock.take();
-    let Step::Run(idx, mut mark) = prepare(server, stats, client, out, args, last_cmd) else {
+    let Step::Run(idx, mut mark) = prepare(server, stats, client, out, args, last_cmd, false)
+    else {
         return None;
     };
     let spec = server.registry.entry(idx).spec;

@@ -481,7 +481,8 @@ fn remove_victim(
 /// Before a command runs: while `maxmemory` is set (else one relaxed load), evicts if
 /// memory is over the limit and refuses with `-OOM` a command that may grow memory when
 /// nothing more can go (Redis's processCommand check). Takes this worker's gate while
-/// evicting.
+/// evicting, unless the caller holds it already (`gate_held`: a batch keeps it from one
+/// command to the next, and eviction may be switched on by another client meanwhile).
 #[inline]
 pub fn admit(
     server: &Server,
@@ -489,11 +490,12 @@ pub fn admit(
     client: &Client,
     idx: usize,
     spec: &CommandSpec,
+    gate_held: bool,
 ) -> Result<(), CmdError> {
     if !server.evict.enabled() {
         return Ok(());
     }
-    admit_slow(server, stats, client, idx, spec)
+    admit_slow(server, stats, client, idx, spec, gate_held)
 }
 
 fn admit_slow(
@@ -502,12 +504,15 @@ fn admit_slow(
     client: &Client,
     idx: usize,
     spec: &CommandSpec,
+    gate_held: bool,
 ) -> Result<(), CmdError> {
     let ev = &server.evict;
     if ev.used_memory() <= ev.maxmemory() {
         return Ok(());
     }
-    let outcome = {
+    let outcome = if gate_held {
+        ev.perform(server)
+    } else {
         let gate = match stats.gate.try_lock() {
             Some(g) => g,
             // Busy script: the command's own gate wait answers -BUSY.
