@@ -9,17 +9,13 @@ static GLOBAL: Jemalloc = Jemalloc;
 /// jemalloc's built-in options: its extents are madvised into transparent huge pages
 /// (the kernel's `madvise` mode is enough), which cuts the TLB misses of random key
 /// lookups in a big keyspace. Ember never forks, so huge pages cost no copy-on-write.
-/// `disable-thp yes` turns them off for the process. Slabs of the small size classes (up
-/// to 4 KiB) are 16 pages instead of jemalloc's 1-5, so a growing keyspace asks the
-/// arena for a new slab a fraction as often (measured: RPUSH, LPUSH, APPEND and HSET
-/// 9-16% more ops per CPU-second; used_memory per key unchanged, RSS +4% at 1M keys;
-/// benches/results/2026-12-05-perf-4.md). `_RJEM_MALLOC_CONF` overrides any of this.
+/// `disable-thp yes` turns them off for the process; `_RJEM_MALLOC_CONF` overrides this.
 // SAFETY: jemalloc reads this symbol once, at its initialisation, as a `const char *` to a
 // NUL-terminated string: a `&[u8; N]` is a thin pointer to static bytes ending in NUL.
 // Tested by tests/python/test_memory.py::test_transparent_huge_pages.
 #[allow(non_upper_case_globals)]
 #[export_name = "_rjem_malloc_conf"]
-pub static malloc_conf: &[u8; 50] = b"thp:always,metadata_thp:auto,slab_sizes:1-4096:16\0";
+pub static malloc_conf: &[u8; 29] = b"thp:always,metadata_thp:auto\0";
 
 /// Maps a Redis loglevel to a tracing filter.
 fn filter_for(level: &str) -> EnvFilter {

@@ -205,28 +205,3 @@ def test_transparent_huge_pages(start_server):
     assert huge is not None and huge <= 8 * 1024, f"AnonHugePages {huge} kB"
     with pytest.raises(redis.ResponseError):
         off.client().config_set("disable-thp", "no")
-
-
-def _bin_slab_pages(stats: str, size: int) -> int | None:
-    """The `pgs` column of the first bins table row for `size` in jemalloc's stats text."""
-    header = None
-    for line in stats.splitlines():
-        cols = line.split()
-        if cols[:1] == ["bins:"]:
-            header = cols[1:]
-            continue
-        if header and cols and cols[0] == str(size) and len(cols) >= header.index("pgs"):
-            # Header cells like "(#/sec)" follow their column, as the values do.
-            return int(cols[header.index("pgs")])
-    return None
-
-
-@pytest.mark.skipif(IS_REDIS, reason="Ember's allocator settings")
-def test_small_size_classes_use_16_page_slabs(r):
-    """Ember's jemalloc carves small size classes out of 16-page slabs (fewer arena calls
-    while a keyspace grows); jemalloc's own default for 256-byte regions is one page."""
-    stats = r.execute_command("MEMORY", "MALLOC-STATS")
-    if isinstance(stats, bytes):
-        stats = stats.decode()
-    assert _bin_slab_pages(stats, 256) == 16
-    assert _bin_slab_pages(stats, 4096) == 16
