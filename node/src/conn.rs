@@ -249,9 +249,8 @@ impl Conn {
         let mut close = false;
         // The worker's gate, held from one command of the batch to the next while none of
         // them waits (two atomic instructions a command less): dropped before anything
-        // that waits and before EXCLUSIVE commands (they take every gate); while eviction
-        // is on the batch takes the general path (admission takes the gate), and eviction
-        // switched on meanwhile by another client runs under the held gate.
+        // that waits and before EXCLUSIVE commands (they take every gate); admission
+        // evicts under it.
         let stats = self.stats.clone();
         let mut gate = None;
         self.clock = None;
@@ -267,22 +266,22 @@ impl Conn {
                         };
                         let args = Args::new(data, &self.spans);
                         let server = &self.server;
-                        let fast = server.cluster.get().is_none()
-                            && !server.pause.active()
-                            && !server.evict.enabled();
-                        let blocked = if fast {
-                            let reuse = self.clock.take();
-                            match prepare(
-                                server,
-                                &stats,
-                                &mut self.client,
-                                &mut self.out,
-                                args,
-                                &mut self.last_cmd,
-                                gate.is_some(),
-                            ) {
-                                Step::Done => None,
-                                Step::Run(idx, mark) => run_now(
+                        let reuse = self.clock.take();
+                        let step = prepare(
+                            server,
+                            &stats,
+                            &mut self.client,
+                            &mut self.out,
+                            args,
+                            &mut self.last_cmd,
+                            gate.is_some(),
+                        );
+                        let blocked = match step {
+                            Step::Done => None,
+                            Step::Run(idx, mark)
+                                if server.cluster.get().is_none() && !server.pause.active() =>
+                            {
+                                run_now(
                                     server,
                                     &stats,
                                     &mut self.client,
@@ -293,20 +292,23 @@ impl Conn {
                                     idx,
                                     mark,
                                     &mut gate,
-                                ),
+                                )
                             }
-                        } else {
-                            gate = None;
-                            execute(
-                                server,
-                                &self.stats,
-                                &mut self.client,
-                                &mut self.out,
-                                args,
-                                &mut self.clock,
-                                &mut self.last_cmd,
-                            )
-                            .await
+                            Step::Run(idx, mark) => {
+                                gate = None;
+                                route_and_run(
+                                    server,
+                                    &stats,
+                                    &mut self.client,
+                                    &mut self.out,
+                                    args,
+                                    &mut self.clock,
+                                    reuse,
+                                    idx,
+                                    mark,
+                                )
+                                .await
+                            }
                         };
                         if let Some(b) = blocked {
                             start += consumed;
@@ -614,29 +616,26 @@ fn prepare(
     Step::Done
 }
 
-/// Looks the command up, checks arity, auth and pause, runs it and accounts for it.
-/// Returns the block request of a command that found nothing to take.
+/// The half of a command that may wait, for a command [`prepare`] let through in cluster
+/// mode or while CLIENT PAUSE is set: routes it (cluster mode), waits out the pause, then
+/// runs it with [`run_now`]. Returns the block request of a command that found nothing to
+/// take. Only built when needed: a future moved by value twice a command cost a tenth of
+/// PING's instructions.
 ///
-/// `clock` is the reading the previous command of this batch ended at (see `Conn::clock`):
-/// the command's time when it runs without waiting, and then the reading it ended at.
-///
-/// A single-node server with no CLIENT PAUSE in force runs the command without building
-/// this function's future ([`Conn::process`] calls [`prepare`] and [`run_now`] itself): the
-/// future is moved by value twice per command, a tenth of PING's instructions.
-async fn execute(
+/// `reuse` is the clock reading the previous command of this batch ended at (see
+/// `Conn::clock`): the command's time when it runs without waiting.
+#[allow(clippy::too_many_arguments)]
+async fn route_and_run(
     server: &Arc<Server>,
     stats: &WorkerStats,
     client: &mut Client,
     out: &mut ReplyWriter,
     args: Args<'_>,
     clock: &mut Option<u64>,
-    last_cmd: &mut LastCommand,
+    mut reuse: Option<u64>,
+    idx: usize,
+    mut mark: usize,
 ) -> Option<Blocked> {
-    let mut reuse = clock.take();
-    let Step::Run(idx, mut mark) = prepare(server, stats, client, out, args, last_cmd, false)
-    else {
-        return None;
-    };
     let spec = server.registry.entry(idx).spec;
     if let Some(cl) = server.cluster.get() {
         let routed =
