@@ -59,10 +59,11 @@ pub mod tsc {
     /// Ticks a thread extrapolates over before it reads the system clock again.
     const WINDOW: u64 = 1 << 22;
     /// A rate measured over a window may differ from the one in use by this fraction
-    /// (1/1024; NTP slews by at most 1/2000); a larger change (the clock was set) is taken
-    /// only after [`MAX_REJECTS`] windows in a row agree on it.
+    /// (1/1024; NTP slews by at most 1/2000); after a larger change (the clock was set)
+    /// the old rate stays until [`MAX_REJECTS`] windows in a row have disagreed with it,
+    /// and the last of them gives the new one.
     const DRIFT_SHIFT: u32 = 10;
-    /// Windows in a row whose rate disagrees before that rate is taken.
+    /// Windows in a row that disagree with the rate in use before it is replaced.
     const MAX_REJECTS: u8 = 3;
 
     #[derive(Clone, Copy)]
