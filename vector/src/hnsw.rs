@@ -878,34 +878,17 @@ impl Graph {
             .collect()
     }
 
-    /// Removes the node in `slot`, relinking the neighbours that pointed at it.
+    /// Removes the node in `slot`, relinking the nodes that pointed at it: its own links
+    /// and what a search for its vector finds on each of its layers (links are one-way, so
+    /// its links alone miss many; unrepaired, a cluster can lose its way in and whole
+    /// queries their neighbours). Costs about two inserts (64 dimensions, 20k nodes: 350 us
+    /// against 145 us with its own links only).
     pub(crate) fn remove(&mut self, slot: u32) {
         let Some(node) = self.slots.get_mut(slot as usize).and_then(OnceLock::take) else {
             return;
         };
         self.heap
             .fetch_sub(self.node_heap(node.level, &node.vector), Ordering::Relaxed);
-        for (l, gone) in self.layers(&node).iter().enumerate() {
-            for &s in gone {
-                let Some(n) = self.node(s) else { continue };
-                let mut nl = n.links.lock();
-                let Some(list) = nl.get(self.m, l) else {
-                    continue;
-                };
-                if !list.contains(&slot) {
-                    continue;
-                }
-                // Candidates: its other links and the removed node's; keep the best.
-                let mut list: Vec<u32> = list.iter().copied().filter(|&x| x != slot).collect();
-                for &x in gone {
-                    if x != s && x != slot && !list.contains(&x) {
-                        list.push(x);
-                    }
-                }
-                self.shrink(n, &mut list, self.max_links(l));
-                nl.set(self.m, l, &list);
-            }
-        }
         self.free.get_mut().push(slot);
         let e = self.entry.get_mut();
         if e.is_some_and(|(s, _)| s == slot) {
@@ -916,6 +899,64 @@ impl Graph {
                 .filter_map(|(i, s)| s.get().map(|n| (i as u32, n.level)))
                 .max_by_key(|&(_, l)| l);
         }
+        let gone = self.layers(&node);
+        let near = self.near(&node);
+        for (l, gone_l) in gone.iter().enumerate() {
+            let mut who = gone_l.clone();
+            for &x in &near[l] {
+                if !who.contains(&x) {
+                    who.push(x);
+                }
+            }
+            for &s in &who {
+                let Some(n) = self.node(s) else { continue };
+                let mut nl = n.links.lock();
+                let Some(list) = nl.get(self.m, l) else {
+                    continue;
+                };
+                if !list.contains(&slot) {
+                    continue;
+                }
+                // Candidates: its other links and the removed node's; keep the best.
+                let mut list: Vec<u32> = list.iter().copied().filter(|&x| x != slot).collect();
+                for &x in gone_l {
+                    if x != s && x != slot && !list.contains(&x) {
+                        list.push(x);
+                    }
+                }
+                self.shrink(n, &mut list, self.max_links(l));
+                nl.set(self.m, l, &list);
+            }
+        }
+    }
+
+    /// Per layer `0..=n.level`, the nodes a search for `n`'s vector finds there: the nodes
+    /// likely to link to it.
+    fn near(&self, n: &Node) -> Vec<Vec<u32>> {
+        let mut out = vec![Vec::new(); n.level + 1];
+        let Some((ep, top)) = *self.entry.lock() else {
+            return out;
+        };
+        let Some(epn) = self.node(ep) else { return out };
+        let q = self.space.query(&n.vector.to_f32(self.space.dim));
+        let mut buf = Vec::with_capacity(2 * self.m + 1);
+        let mut cur = (self.space.query_dist(&q, &epn.vector), ep);
+        for l in (n.level + 1..=top).rev() {
+            cur = self.greedy(&q, cur, l, &mut buf);
+        }
+        let mut vis = self.take_visited();
+        let mut eps = vec![cur];
+        for l in (0..=n.level.min(top)).rev() {
+            let w = self.search_layer(&q, &eps, self.ef_construction, l, &mut vis, |_, _| {
+                Verdict::Keep
+            });
+            out[l] = w.iter().map(|&(_, s)| s).collect();
+            if !w.is_empty() {
+                eps = w;
+            }
+        }
+        self.put_visited(vis);
+        out
     }
 
     /// Every node as (slot, level, vector, links as slots), for serialization.
@@ -1070,6 +1111,37 @@ mod tests {
             let hit = g.search(&s.query(p), 1, 20, |_| Verdict::Keep);
             assert_eq!(hit[0].1, 0.0, "point {i}");
         }
+    }
+
+    /// Links are one-way: many of a removed node's in-links come from nodes it does not
+    /// link to. Removal finds them by a search and relinks them, so few links dangle.
+    #[test]
+    fn removal_relinks_nodes_that_pointed_at_the_removed_one() {
+        let s = space(Metric::L2, Quant::F32);
+        let mut g = Graph::new(s, 8, 64, 8);
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed % 1000) as f32 / 100.0
+        };
+        let pts: Vec<Vec<f32>> = (0..1000)
+            .map(|_| (0..20).map(|_| next()).collect())
+            .collect();
+        fill(&mut g, &pts);
+        for slot in (0..1000).step_by(3) {
+            g.remove(slot);
+        }
+        let (mut links, mut dangling) = (0, 0);
+        for (_, _, _, layers) in g.nodes() {
+            for x in layers.iter().flatten() {
+                links += 1;
+                dangling += usize::from(g.node(*x).is_none());
+            }
+        }
+        // Measured: 1.6-1.7% with the search, 3.8% with the removed node's own links only.
+        assert!(dangling * 40 < links, "{dangling} of {links} links dangle");
     }
 
     #[test]
