@@ -519,7 +519,7 @@ impl VectorIndex {
         };
         let existed = old.is_some();
         let old_attrs = old.and_then(|(slot, e)| {
-            self.graph.write().remove(slot);
+            self.remove_slot(slot);
             e.attrs
         });
         let slot = self.add_node(&stored);
@@ -531,7 +531,7 @@ impl VectorIndex {
             displaced
         };
         if let Some((other, _)) = displaced {
-            self.graph.write().remove(other);
+            self.remove_slot(other);
         }
         Ok(!existed && displaced.is_none())
     }
@@ -571,8 +571,15 @@ impl VectorIndex {
         let Some((slot, _)) = self.meta.write().remove(name) else {
             return false;
         };
-        self.graph.write().remove(slot);
+        self.remove_slot(slot);
         true
+    }
+
+    /// Takes the node in `slot` out of the graph: the search for the nodes that link to it
+    /// under the read lock (searches go on meanwhile), the relinking under the write lock.
+    fn remove_slot(&self, slot: u32) {
+        let near = self.graph.read().near_slot(slot);
+        self.graph.write().remove_with(slot, &near);
     }
 
     /// The element's slot and norm.
