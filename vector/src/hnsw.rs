@@ -1124,22 +1124,24 @@ mod tests {
         }
     }
 
-    /// Links are one-way: many of a removed node's in-links come from nodes it does not
-    /// link to. Removal finds them by a search and relinks them, so few links dangle.
-    #[test]
-    fn removal_relinks_nodes_that_pointed_at_the_removed_one() {
-        let s = space(Metric::L2, Quant::F32);
-        let mut g = Graph::new(s, 8, 64, 8);
-        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+    /// `n` points of 20 components in `0..10`, from a xorshift generator seeded with `seed`.
+    fn random_points(mut seed: u64, n: usize) -> Vec<Vec<f32>> {
         let mut next = move || {
             seed ^= seed << 13;
             seed ^= seed >> 7;
             seed ^= seed << 17;
             (seed % 1000) as f32 / 100.0
         };
-        let pts: Vec<Vec<f32>> = (0..1000)
-            .map(|_| (0..20).map(|_| next()).collect())
-            .collect();
+        (0..n).map(|_| (0..20).map(|_| next()).collect()).collect()
+    }
+
+    /// Links are one-way: many of a removed node's in-links come from nodes it does not
+    /// link to. Removal finds them by a search and relinks them, so few links dangle.
+    #[test]
+    fn removal_relinks_nodes_that_pointed_at_the_removed_one() {
+        let s = space(Metric::L2, Quant::F32);
+        let mut g = Graph::new(s, 8, 64, 8);
+        let pts = random_points(0x9e37_79b9_7f4a_7c15, 1000);
         fill(&mut g, &pts);
         for slot in (0..1000).step_by(3) {
             g.remove(slot);
@@ -1159,16 +1161,7 @@ mod tests {
     fn insert_search_remove_reuse() {
         let s = space(Metric::L2, Quant::F32);
         let mut g = Graph::new(s, 4, 32, 8);
-        let mut seed = 0x2545_f491_4f6c_dd1du64;
-        let mut next = move || {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            (seed % 1000) as f32 / 100.0
-        };
-        let pts: Vec<Vec<f32>> = (0..200)
-            .map(|_| (0..20).map(|_| next()).collect())
-            .collect();
+        let pts = random_points(0x2545_f491_4f6c_dd1d, 200);
         fill(&mut g, &pts);
         for (i, p) in pts.iter().enumerate().step_by(17) {
             let hit = g.search(&s.query(p), 1, 50, |_| Verdict::Keep);
