@@ -391,3 +391,59 @@ def test_differential_against_redis(server, r):
     finally:
         proc.terminate()
         proc.wait(timeout=10)
+
+
+def _random_long_cmd(rnd, grow):
+    """Commands on lists of hundreds to thousands of elements (Ember keeps those in
+    blocks of 128 slots, and goes back to one ring buffer under 64)."""
+    keys = ["k1", "k2"]
+    k, k2 = rnd.choice(keys), rnd.choice(keys)
+    vals = ["a", "b", "c", "x" * 40]
+    many = lambda: [rnd.choice(vals) + str(rnd.randint(0, 9)) for _ in range(rnd.randint(1, 90))]
+    idx = lambda: str(rnd.randint(-700, 700))
+    v = rnd.choice(vals) + str(rnd.randint(0, 9))
+    choices = [
+        ("RPUSH", k, *many()), ("LPUSH", k, *many()),
+        ("LINDEX", k, idx()), ("LRANGE", k, idx(), idx()), ("LSET", k, idx(), v),
+        ("LINSERT", k, rnd.choice(["BEFORE", "AFTER"]), v, "ins"), ("LPOS", k, v),
+        ("LPOS", k, v, "RANK", str(rnd.choice([-3, -1, 1, 2])), "COUNT", "0"),
+        ("LMOVE", k, k2, rnd.choice(["LEFT", "RIGHT"]), rnd.choice(["LEFT", "RIGHT"])),
+        ("LLEN", k),
+    ]
+    if not grow:
+        choices += [
+            ("LPOP", k, str(rnd.randint(1, 120))), ("RPOP", k, str(rnd.randint(1, 120))),
+            ("LREM", k, str(rnd.randint(-20, 20)), v), ("LTRIM", k, idx(), idx()),
+            ("LMPOP", "2", k, k2, rnd.choice(["LEFT", "RIGHT"]), "COUNT", "100"),
+        ]
+    return rnd.choice(choices)
+
+
+@pytest.mark.skipif(IS_REDIS, reason="differential test compares Ember with redis-server")
+def test_differential_long_lists_against_redis(server, r):
+    proc, port = _start_redis()
+    if proc is None:
+        pytest.skip("redis-server not available")
+    try:
+        ref = make_client(port, raw=True)
+        ours = server.client(raw=True)
+        ref.execute_command("FLUSHALL")
+        rnd = random.Random(20261205)
+        for step in range(3000):
+            cmd = _random_long_cmd(rnd, grow=(step // 500) % 2 == 0)
+            replies = []
+            for c in (ref, ours):
+                try:
+                    replies.append(c.execute_command(*cmd))
+                except redis.ResponseError as e:
+                    replies.append(("error", str(e)))
+            assert replies[0] == replies[1], (step, cmd)
+            if step % 250 == 0:
+                for k in ("k1", "k2"):
+                    assert ref.execute_command("LRANGE", k, "0", "-1") == \
+                        ours.execute_command("LRANGE", k, "0", "-1"), (step, k)
+        ref.close()
+        ours.close()
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
