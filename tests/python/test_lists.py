@@ -362,8 +362,10 @@ def _random_cmd(rnd):
     return rnd.choice(choices)
 
 
-@pytest.mark.skipif(IS_REDIS, reason="differential test compares Ember with redis-server")
-def test_differential_against_redis(server, r):
+def _differential(server, next_cmd, steps, keys, setup=(), check_every=0):
+    """Sends `next_cmd(step)` to a fresh redis-server and to Ember for `steps` steps and
+    asserts equal replies (and errors); the lists `keys` are compared every `check_every`
+    steps (0: never) and at the end."""
     proc, port = _start_redis()
     if proc is None:
         pytest.skip("redis-server not available")
@@ -372,10 +374,16 @@ def test_differential_against_redis(server, r):
         ours = server.client(raw=True)
         ref.execute_command("FLUSHALL")
         for c in (ref, ours):
-            c.execute_command("SET", "str", "v")
-        rnd = random.Random(20240601)
-        for step in range(600):
-            cmd = _random_cmd(rnd)
+            for cmd in setup:
+                c.execute_command(*cmd)
+
+        def same_lists(step):
+            for k in keys:
+                assert ref.execute_command("LRANGE", k, "0", "-1") == \
+                    ours.execute_command("LRANGE", k, "0", "-1"), (step, k)
+
+        for step in range(steps):
+            cmd = next_cmd(step)
             replies = []
             for c in (ref, ours):
                 try:
@@ -383,14 +391,21 @@ def test_differential_against_redis(server, r):
                 except redis.ResponseError as e:
                     replies.append(("error", str(e)))
             assert replies[0] == replies[1], (step, cmd)
-        for k in ("k1", "k2", "k3"):
-            assert ref.execute_command("LRANGE", k, "0", "-1") == \
-                ours.execute_command("LRANGE", k, "0", "-1")
+            if check_every and step % check_every == 0:
+                same_lists(step)
+        same_lists(steps)
         ref.close()
         ours.close()
     finally:
         proc.terminate()
         proc.wait(timeout=10)
+
+
+@pytest.mark.skipif(IS_REDIS, reason="differential test compares Ember with redis-server")
+def test_differential_against_redis(server, r):
+    rnd = random.Random(20240601)
+    _differential(server, lambda _step: _random_cmd(rnd), 600, ("k1", "k2", "k3"),
+                  setup=[("SET", "str", "v")])
 
 
 def _random_long_cmd(rnd, grow):
@@ -421,29 +436,6 @@ def _random_long_cmd(rnd, grow):
 
 @pytest.mark.skipif(IS_REDIS, reason="differential test compares Ember with redis-server")
 def test_differential_long_lists_against_redis(server, r):
-    proc, port = _start_redis()
-    if proc is None:
-        pytest.skip("redis-server not available")
-    try:
-        ref = make_client(port, raw=True)
-        ours = server.client(raw=True)
-        ref.execute_command("FLUSHALL")
-        rnd = random.Random(20261205)
-        for step in range(3000):
-            cmd = _random_long_cmd(rnd, grow=(step // 500) % 2 == 0)
-            replies = []
-            for c in (ref, ours):
-                try:
-                    replies.append(c.execute_command(*cmd))
-                except redis.ResponseError as e:
-                    replies.append(("error", str(e)))
-            assert replies[0] == replies[1], (step, cmd)
-            if step % 250 == 0:
-                for k in ("k1", "k2"):
-                    assert ref.execute_command("LRANGE", k, "0", "-1") == \
-                        ours.execute_command("LRANGE", k, "0", "-1"), (step, k)
-        ref.close()
-        ours.close()
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
+    rnd = random.Random(20261205)
+    _differential(server, lambda step: _random_long_cmd(rnd, grow=(step // 500) % 2 == 0),
+                  3000, ("k1", "k2"), check_every=250)
