@@ -783,38 +783,18 @@ impl Graph {
                 }
             }
         };
-        let Some(epn) = self.node(ep) else { return };
-        let mut buf = Vec::with_capacity(2 * self.m + 1);
-        let mut cur = (self.space.query_dist(q, &epn.vector), ep);
-        for l in (level + 1..=top).rev() {
-            cur = self.greedy(q, cur, l, &mut buf);
-        }
         // Neighbours are chosen top-down, then linked bottom-up: once a layer's links lead
         // to the new node, its own links on that layer and every layer below are in place,
         // so a search never steps onto it and finds no way on.
-        let mut vis = self.take_visited();
-        let mut eps = vec![cur];
-        let mut chosen: Vec<Vec<u32>> = Vec::with_capacity(level + 1);
-        for l in (0..=level.min(top)).rev() {
-            let mut w = self.search_layer(q, &eps, self.ef_construction, l, &mut vis, |_, _| {
-                Verdict::Keep
-            });
-            w.retain(|&(_, s)| s != slot);
-            chosen.push(
-                self.select(&w, self.m)
-                    .into_iter()
-                    .map(|(_, s)| s)
-                    .collect(),
-            );
-            if !w.is_empty() {
-                eps = w;
-            }
-        }
-        self.put_visited(vis);
-        for (l, ids) in chosen.iter().rev().enumerate() {
+        let chosen: Vec<Vec<u32>> = self
+            .search_layers(q, (ep, top), level, Some(slot))
+            .iter()
+            .map(|w| self.select(w, self.m).into_iter().map(|(_, s)| s).collect())
+            .collect();
+        for (l, ids) in chosen.iter().enumerate() {
             self.add_links(slot, ids, l);
         }
-        for (l, ids) in chosen.iter().rev().enumerate() {
+        for (l, ids) in chosen.iter().enumerate() {
             for &c in ids {
                 self.add_links(c, &[slot], l);
             }
@@ -944,27 +924,50 @@ impl Graph {
         let Some(n) = self.node(slot) else {
             return Vec::new();
         };
-        let mut out = vec![Vec::new(); n.level + 1];
-        let Some((ep, top)) = *self.entry.lock() else {
-            return out;
+        let Some(entry) = *self.entry.lock() else {
+            return Vec::new();
         };
-        let Some(epn) = self.node(ep) else { return out };
         let q = self.space.query(&n.vector.to_f32(self.space.dim));
+        self.search_layers(&q, entry, n.level, None)
+            .into_iter()
+            .map(|w| w.into_iter().map(|(_, s)| s).collect())
+            .collect()
+    }
+
+    /// HNSW's search for a node of `level`: greedy from the entry point `(ep, top)` down to
+    /// layer `level + 1`, then the `ef_construction` nodes closest to `q` on each layer
+    /// `0..=level.min(top)`, each search starting from the one above; indexed by layer,
+    /// closest first, without `exclude`.
+    fn search_layers(
+        &self,
+        q: &Query,
+        (ep, top): (u32, usize),
+        level: usize,
+        exclude: Option<u32>,
+    ) -> Vec<Vec<(f32, u32)>> {
+        let Some(epn) = self.node(ep) else {
+            return Vec::new();
+        };
         let mut buf = Vec::with_capacity(2 * self.m + 1);
-        let mut cur = (self.space.query_dist(&q, &epn.vector), ep);
-        for l in (n.level + 1..=top).rev() {
-            cur = self.greedy(&q, cur, l, &mut buf);
+        let mut cur = (self.space.query_dist(q, &epn.vector), ep);
+        for l in (level + 1..=top).rev() {
+            cur = self.greedy(q, cur, l, &mut buf);
         }
         let mut vis = self.take_visited();
-        let mut eps = vec![cur];
-        for l in (0..=n.level.min(top)).rev() {
-            let w = self.search_layer(&q, &eps, self.ef_construction, l, &mut vis, |_, _| {
+        let start = [cur];
+        let mut out = vec![Vec::new(); level.min(top) + 1];
+        // The layer whose results start the next search (the last non-empty one).
+        let mut from: Option<usize> = None;
+        for l in (0..=level.min(top)).rev() {
+            let eps = from.map_or(&start[..], |i| &out[i][..]);
+            let mut w = self.search_layer(q, eps, self.ef_construction, l, &mut vis, |_, _| {
                 Verdict::Keep
             });
-            out[l] = w.iter().map(|&(_, s)| s).collect();
+            w.retain(|&(_, s)| Some(s) != exclude);
             if !w.is_empty() {
-                eps = w;
+                from = Some(l);
             }
+            out[l] = w;
         }
         self.put_visited(vis);
         out
