@@ -198,14 +198,9 @@ impl Items {
 
     /// Back to one ring buffer once blocks hold few elements.
     fn maybe_small(&mut self) {
-        if let Items::Big(b) = self {
-            if b.len < SMALL_AGAIN {
-                let mut d = VecDeque::with_capacity(b.len);
-                while let Some(e) = b.pop_front() {
-                    d.push_back(e);
-                }
-                *self = Items::Small(d);
-            }
+        if matches!(self, Items::Big(b) if b.len < SMALL_AGAIN) {
+            let v = self.take_vec();
+            *self = Items::Small(v.into());
         }
     }
 
