@@ -69,6 +69,7 @@ impl Node {
             now: storage::clock::now_ns(),
             cmd_index: idx,
             rng: node::ctx::CmdRng::Thread,
+            park: None,
         };
         run_command(&mut ctx, idx, args).expect("command succeeds");
         self.out.clear();

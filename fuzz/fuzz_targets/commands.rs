@@ -59,6 +59,7 @@ fn run(server: &Arc<Server>, client: &mut Client, out: &mut ReplyWriter, args: A
         now: storage::clock::now_ns(),
         cmd_index: idx,
         rng: node::ctx::CmdRng::Thread,
+        park: None,
     };
     let _ = run_command(&mut ctx, idx, args);
     // Nothing may stay asked-for: no client waits here.

@@ -1332,6 +1332,7 @@ impl<'s> Replayer<'s> {
             now: self.now,
             cmd_index: idx,
             rng: CmdRng::Thread,
+            park: None,
         };
         // Errors are ignored, as Redis ignores the replies of AOF commands.
         let _ = h(&mut ctx, a);

@@ -284,6 +284,7 @@ fn run_waiter(
             now: clock::now_ns(),
             cmd_index: w.cmd_index,
             rng: CmdRng::Thread,
+            park: None,
         };
         run_command(&mut ctx, w.cmd_index, args)
     };

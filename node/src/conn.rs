@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use resp::{Args, Limits, OwnedArgs, Protocol, ReplyWriter, RequestKind, RequestParser};
-use storage::clock;
+use storage::{clock, Parked};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::oneshot;
@@ -146,6 +146,9 @@ impl LastCommand {
 
 impl Conn {
     async fn run(&mut self, mut stream: TcpStream) -> std::io::Result<()> {
+        // Its own handle (one reference count a connection): batches keep a shard locked
+        // through it ([`Parked`]) while `self` is borrowed mutably.
+        let server = self.server.clone();
         loop {
             if self.rbuf.capacity() - self.rbuf.len() < READ_CHUNK / 4 {
                 self.rbuf.reserve(READ_CHUNK);
@@ -174,7 +177,7 @@ impl Conn {
                 self.limits_epoch = epoch;
                 self.parser.set_limits(limits(&self.server));
             }
-            let close = self.process(&mut stream).await?;
+            let close = self.process(&server, &mut stream).await?;
             if !self.out.is_empty() {
                 // Let the worker's other ready connections run their commands first, so
                 // the replies leave in a burst: a reply written to a loopback peer that
@@ -244,7 +247,11 @@ impl Conn {
     }
 
     /// Executes every complete command in the read buffer; true when the connection must close.
-    async fn process(&mut self, stream: &mut TcpStream) -> std::io::Result<bool> {
+    async fn process(
+        &mut self,
+        srv: &Arc<Server>,
+        stream: &mut TcpStream,
+    ) -> std::io::Result<bool> {
         let mut start = 0;
         let mut close = false;
         // The worker's gate, held from one command of the batch to the next while none of
@@ -253,6 +260,11 @@ impl Conn {
         // evicts under it.
         let stats = self.stats.clone();
         let mut gate = None;
+        // The shard lock a BATCH_LOCK command left taken for the next one of the batch
+        // (same key, or same shard: no lock, no unlock, warm cache lines). Kept only while
+        // the gate is: released wherever the gate is dropped, before anything waits, and
+        // before any command without the flag runs.
+        let parked = Parked::new(&srv.keyspace);
         self.clock = None;
         self.client.cluster.confirmed.clear();
         while start < self.rbuf.len() {
@@ -275,6 +287,7 @@ impl Conn {
                             args,
                             &mut self.last_cmd,
                             gate.is_some(),
+                            &parked,
                         );
                         let blocked = match step {
                             Step::Done => None,
@@ -292,9 +305,11 @@ impl Conn {
                                     idx,
                                     mark,
                                     &mut gate,
+                                    Some(&parked),
                                 )
                             }
                             Step::Run(idx, mark) => {
+                                parked.release();
                                 gate = None;
                                 route_and_run(
                                     server,
@@ -313,6 +328,7 @@ impl Conn {
                         if let Some(b) = blocked {
                             start += consumed;
                             self.clock = None;
+                            parked.release();
                             gate = None;
                             if self.wait_blocked(stream, b).await? {
                                 close = true;
@@ -327,6 +343,7 @@ impl Conn {
                         break;
                     }
                     if self.out.len() >= FLUSH_AT {
+                        parked.release();
                         gate = None;
                         self.flush(stream).await?;
                         self.clock = None;
@@ -341,6 +358,7 @@ impl Conn {
                 }
             }
         }
+        drop(parked);
         drop(gate);
         if start >= self.rbuf.len() {
             self.rbuf.clear();
@@ -555,6 +573,7 @@ enum Step {
 /// MULTI. Errors found here make a transaction being queued fail at EXEC (Redis's
 /// flagTransaction); errors of MULTI/WATCH themselves do not. `gate_held`: the caller holds
 /// this worker's gate (eviction must not take it again).
+#[allow(clippy::too_many_arguments)]
 #[inline(always)]
 fn prepare(
     server: &Server,
@@ -564,6 +583,7 @@ fn prepare(
     args: Args<'_>,
     last_cmd: &mut LastCommand,
     gate_held: bool,
+    parked: &Parked<'_>,
 ) -> Step {
     // CLIENT REPLY SKIP applies to the command after the SKIP.
     match client.reply_mode {
@@ -589,7 +609,8 @@ fn prepare(
                     "Can't execute '{}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context",
                     reg.entry(idx).full_name
                 )))
-            } else if let Err(e) = crate::evict::admit(server, stats, client, idx, spec, gate_held)
+            } else if let Err(e) =
+                crate::evict::admit(server, stats, client, idx, spec, gate_held, parked)
             {
                 WorkerStats::add(&cstat.rejected, 1);
                 Err(e)
@@ -667,7 +688,7 @@ async fn route_and_run(
     }
     let mut gate = None;
     run_now(
-        server, stats, client, out, args, clock, reuse, idx, mark, &mut gate,
+        server, stats, client, out, args, clock, reuse, idx, mark, &mut gate, None,
     )
 }
 
@@ -675,6 +696,11 @@ async fn route_and_run(
 /// worker's gate into `gate` (unless it holds it already; an EXCLUSIVE command empties it
 /// instead), runs it, accounts for it and serves clients its writes unblocked. The caller
 /// drops the gate before it waits for anything.
+///
+/// `parked` (single-node batches): a BATCH_LOCK command locks through it and leaves its
+/// shard locked for the next; any other command releases it first. Never with the AOF on
+/// (its order token is taken after the shard otherwise; turning it on takes every gate,
+/// so it cannot start while a shard is kept).
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
 fn run_now<'s>(
@@ -688,10 +714,17 @@ fn run_now<'s>(
     idx: usize,
     mark: usize,
     gate: &mut Option<parking_lot::MutexGuard<'s, ()>>,
+    parked: Option<&Parked<'_>>,
 ) -> Option<Blocked> {
     let reg = &server.registry;
     let spec = reg.entry(idx).spec;
     client.info.last_cmd.store(idx + 1, Relaxed);
+    let batch_lock = spec.has(flags::BATCH_LOCK);
+    if !batch_lock {
+        if let Some(p) = parked {
+            p.release();
+        }
+    }
     if spec.has(flags::EXCLUSIVE) {
         // EXEC (and scripts) take every worker's gate themselves.
         *gate = None;
@@ -706,6 +739,14 @@ fn run_now<'s>(
         Some(t) if !server.evict.enabled() => t,
         _ => clock::now_ns(),
     };
+    let park = match parked {
+        Some(p) if batch_lock && gate.is_some() && !server.aof.on() => Some(p),
+        Some(p) => {
+            p.release();
+            None
+        }
+        None => None,
+    };
     let mut ctx = Ctx {
         server,
         client,
@@ -714,6 +755,7 @@ fn run_now<'s>(
         now,
         cmd_index: idx,
         rng: CmdRng::Thread,
+        park,
     };
     let (r, ended) = run_command_since(&mut ctx, idx, args, now);
     *clock = Some(ended);
@@ -731,6 +773,10 @@ fn run_now<'s>(
         }
     }
     if !client.ready_keys.is_empty() {
+        // Serving blocked clients locks their keys' shards.
+        if let Some(p) = parked {
+            p.release();
+        }
         let _gate = gate.is_none().then(|| stats.gate.lock());
         server.blocking.serve(server, stats, &mut client.ready_keys);
     }

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use resp::{Args, ReplyWriter};
-use storage::{KeyGuard, Keyspace, MultiGuard};
+use storage::{KeyGuard, Keyspace, MultiGuard, Parked};
 
 use crate::blocking::{BlockRequest, TimeoutReply};
 use crate::client::{BlockMode, Client};
@@ -30,6 +30,10 @@ pub struct Ctx<'a> {
     /// Where the command's random choices come from (SPOP, SRANDMEMBER, HRANDFIELD,
     /// ZRANDMEMBER): the thread RNG on a single node, a leader-chosen seed in a Raft apply.
     pub rng: CmdRng,
+    /// Where [`Ctx::lock`] keeps its shard locked after the guard is dropped, for the next
+    /// command of the batch (a BATCH_LOCK command in a single-node batch; see
+    /// [`Parked`]); None everywhere else.
+    pub park: Option<&'a Parked<'a>>,
 }
 
 /// The random source of one command (and of the commands a script or EXEC runs for it).
@@ -87,11 +91,20 @@ impl<'a> Ctx<'a> {
 
     /// Locks `key` in the client's database.
     pub fn lock<'k>(&self, key: &'k [u8]) -> KeyGuard<'a, 'k> {
-        self.server.keyspace.lock(self.client.db, key, self.now)
+        match self.park {
+            Some(p) => self
+                .server
+                .keyspace
+                .lock_parked(p, self.client.db, key, self.now),
+            None => self.server.keyspace.lock(self.client.db, key, self.now),
+        }
     }
 
     /// Locks the shards of all `keys` (ascending order) for an atomic multi-key command.
     pub fn lock_keys<'k>(&self, keys: impl IntoIterator<Item = &'k [u8]>) -> MultiGuard<'a> {
+        if let Some(p) = self.park {
+            p.release();
+        }
         self.server.keyspace.lock_keys(keys, self.now)
     }
 

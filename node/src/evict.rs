@@ -22,7 +22,7 @@ use std::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, AtomicUsize, Ordering::R
 use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
-use storage::{clock, Entry};
+use storage::{clock, Entry, Parked};
 
 use crate::client::Client;
 use crate::error::CmdError;
@@ -491,10 +491,13 @@ pub fn admit(
     idx: usize,
     spec: &CommandSpec,
     gate_held: bool,
+    parked: &Parked<'_>,
 ) -> Result<(), CmdError> {
     if !server.evict.enabled() {
         return Ok(());
     }
+    // Eviction locks shards: the one a batch keeps goes first.
+    parked.release();
     admit_slow(server, stats, client, idx, spec, gate_held)
 }
 

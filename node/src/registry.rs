@@ -57,6 +57,10 @@ pub mod flags {
     pub const EXCLUSIVE: u32 = 1 << 18;
     /// Internal: allowed in RESP2 subscribed mode ((P|S)(UN)SUBSCRIBE, PING, QUIT, RESET).
     pub const SUB_OK: u32 = 1 << 19;
+    /// Internal: may leave its key's shard locked for the next command of a pipelined
+    /// batch (`storage::Parked`). Only for single-key commands whose handler locks through
+    /// `Ctx::lock` alone, never through the keyspace directly.
+    pub const BATCH_LOCK: u32 = 1 << 20;
 
     /// (flag, name) pairs in COMMAND INFO order.
     pub const NAMES: &[(u32, &str)] = &[

@@ -39,6 +39,6 @@ pub mod value;
 pub mod vset;
 pub mod zset;
 
-pub use keyspace::{KeyGuard, Keyspace, MultiGuard, ScanPage};
+pub use keyspace::{KeyGuard, Keyspace, MultiGuard, Parked, ScanPage};
 pub use table::{Entry, Table};
 pub use value::{RString, RawMut, Value};

@@ -259,3 +259,120 @@ def test_pipelines_mixing_exclusive_and_plain_commands(server, r):
     assert r.get("mix:lua") == str(total).encode()
     assert r.get("mix:plain") == str(total).encode()
     assert r.get("mix:tx") == str(total).encode()
+
+
+def test_hot_key_pipelines_with_commands_that_lock_or_wait(server, r):
+    """Pipelines of pushes, SADDs and HSETs to three hot keys (a batch keeps the key's
+    shard locked from one such command to the next), mixed with commands that must never
+    find that shard still taken by the worker running them: other commands on the same
+    keys, multi-key ones, EXEC and EVAL (they stop every worker), blocked BLPOP consumers
+    served by the pushes, eviction and the AOF switched on and off. Nothing may hang and
+    every write must be counted."""
+    pushers, rounds, consumers = 6, 40, 2
+    lua = "return redis.call('LPUSH', KEYS[1], 'lua')"
+    done = threading.Event()
+    popped = [0] * consumers
+
+    def push(i):
+        c = server.client(raw=True)
+        pushed = 0
+        try:
+            for n in range(rounds):
+                p = c.pipeline(transaction=False)
+                for k in range(25):
+                    p.execute_command("LPUSH", "hot:list", f"{i}-{n}-{k}")
+                    if k % 3 == 0:
+                        p.execute_command("SADD", "hot:set", f"{i}-{n}-{k}")
+                        p.execute_command("HSET", "hot:hash", f"{i}-{n}-{k}", k)
+                    if k % 8 == 0:
+                        p.execute_command("LLEN", "hot:list")
+                        p.execute_command("EXISTS", "hot:list", "hot:set", "hot:hash")
+                pushed += 25
+                p.execute_command("EVAL", lua, 1, "hot:list")
+                p.execute_command("MULTI")
+                p.execute_command("RPUSH", "hot:list", "tx")
+                p.execute_command("SADD", "hot:set", f"tx-{i}-{n}")
+                p.execute_command("EXEC")
+                p.execute_command("RPUSHX", "hot:list", "x")
+                pushed += 3
+                replies = p.execute()
+                assert all(not isinstance(x, Exception) for x in replies), replies
+            return pushed
+        finally:
+            c.close()
+
+    def consume(j):
+        c = server.client(raw=True)
+        try:
+            while not done.is_set():
+                if c.blpop(["hot:list"], timeout=0.2) is not None:
+                    popped[j] += 1
+        finally:
+            c.close()
+
+    def toggle():
+        c = server.client()
+        try:
+            for n in range(20):
+                c.config_set("maxmemory", "1gb" if n % 2 == 0 else "0")
+                if n == 5:
+                    c.config_set("appendonly", "yes")
+                if n == 12:
+                    c.config_set("appendonly", "no")
+                time.sleep(0.02)
+        finally:
+            c.config_set("maxmemory", "0")
+            c.config_set("appendonly", "no")
+            c.close()
+
+    workers = [threading.Thread(target=consume, args=(j,), daemon=True) for j in range(consumers)]
+    for t in workers:
+        t.start()
+    tog = threading.Thread(target=toggle, daemon=True)
+    tog.start()
+    try:
+        pushed = run_threads(pushers, push, timeout=90)
+    finally:
+        done.set()
+        tog.join(30)
+        for t in workers:
+            t.join(30)
+    assert not tog.is_alive() and not any(t.is_alive() for t in workers)
+    assert r.llen("hot:list") + sum(popped) == sum(pushed)
+    assert r.scard("hot:set") == pushers * rounds * (9 + 1)
+    assert r.hlen("hot:hash") == pushers * rounds * 9
+
+
+def test_hot_key_pipelines_while_evicting(server, r):
+    """Pipelines of pushes to hot keys while every command must evict first: eviction
+    locks shards, so a batch that still kept one for its next push would wait for itself.
+    Keys come and go; nothing may hang and no write may fail."""
+    threads, rounds = 4, 200
+    r.config_set("maxmemory-policy", "allkeys-lru")
+    p = r.pipeline(transaction=False)
+    for n in range(2000):
+        p.set(f"ev:fill:{n}", "x" * 200)
+    p.execute()
+    used = int(r.info("memory")["used_memory"])
+
+    def work(i):
+        c = server.client(raw=True)
+        try:
+            for n in range(rounds):
+                p = c.pipeline(transaction=False)
+                for k in range(20):
+                    p.execute_command("LPUSH", f"ev:hot:{i % 2}", "v" * 1000)
+                    p.execute_command("SADD", f"ev:set:{i % 2}", f"{i}-{n}-{k}")
+                    p.execute_command("HSET", f"ev:hash:{i % 2}", f"{i}-{n}-{k}", k)
+                replies = p.execute()
+                assert all(isinstance(x, int) for x in replies), replies[:3]
+        finally:
+            c.close()
+
+    try:
+        r.config_set("maxmemory", used - 100_000)
+        run_threads(threads, work, timeout=60)
+        assert int(r.info("stats")["evicted_keys"]) > 0
+    finally:
+        r.config_set("maxmemory", 0)
+        r.config_set("maxmemory-policy", "noeviction")

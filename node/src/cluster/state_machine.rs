@@ -278,6 +278,7 @@ fn execute_on(
                 now,
                 cmd_index: idx,
                 rng: CmdRng::seeded(seed),
+                park: None,
             };
             match functions {
                 Some(store) => {

@@ -29,7 +29,7 @@ const MAX_RANDOM_PICKS: u64 = 10_000_000;
 
 /// Hash commands.
 pub static COMMANDS: &[CommandSpec] = &[
-    CommandSpec::new("hset", -4, WRITE | DENYOOM | FAST, (1, 1, 1), H, hset)
+    CommandSpec::new("hset", -4, WRITE | DENYOOM | FAST | BATCH_LOCK, (1, 1, 1), H, hset)
         .doc("Creates or modifies the value of a field in a hash.", "2.0.0"),
     CommandSpec::new("hsetnx", 4, WRITE | DENYOOM | FAST, (1, 1, 1), H, hsetnx)
         .doc("Sets the value of a field in a hash only when the field doesn't exist.", "2.0.0"),

@@ -22,13 +22,13 @@ const L: Group = Group::List;
 
 /// List commands.
 pub static COMMANDS: &[CommandSpec] = &[
-    CommandSpec::new("lpush", -3, WRITE | DENYOOM | FAST, (1, 1, 1), L, lpush)
+    CommandSpec::new("lpush", -3, WRITE | DENYOOM | FAST | BATCH_LOCK, (1, 1, 1), L, lpush)
         .doc("Prepends one or more elements to a list. Creates the key if it doesn't exist.", "1.0.0"),
-    CommandSpec::new("rpush", -3, WRITE | DENYOOM | FAST, (1, 1, 1), L, rpush)
+    CommandSpec::new("rpush", -3, WRITE | DENYOOM | FAST | BATCH_LOCK, (1, 1, 1), L, rpush)
         .doc("Appends one or more elements to a list. Creates the key if it doesn't exist.", "1.0.0"),
-    CommandSpec::new("lpushx", -3, WRITE | DENYOOM | FAST, (1, 1, 1), L, lpushx)
+    CommandSpec::new("lpushx", -3, WRITE | DENYOOM | FAST | BATCH_LOCK, (1, 1, 1), L, lpushx)
         .doc("Prepends one or more elements to a list only when the list exists.", "2.2.0"),
-    CommandSpec::new("rpushx", -3, WRITE | DENYOOM | FAST, (1, 1, 1), L, rpushx)
+    CommandSpec::new("rpushx", -3, WRITE | DENYOOM | FAST | BATCH_LOCK, (1, 1, 1), L, rpushx)
         .doc("Appends an element to a list only when the list exists.", "2.2.0"),
     CommandSpec::new("lpop", -2, WRITE | FAST, (1, 1, 1), L, lpop)
         .doc("Returns the first elements in a list after removing it. Deletes the list if the last element was popped.", "1.0.0"),

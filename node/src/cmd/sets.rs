@@ -25,7 +25,7 @@ const MAX_RANDOM_REPLY: u64 = 1 << 24;
 
 /// Set commands.
 pub static COMMANDS: &[CommandSpec] = &[
-    CommandSpec::new("sadd", -3, WRITE | DENYOOM | FAST, (1, 1, 1), G, sadd)
+    CommandSpec::new("sadd", -3, WRITE | DENYOOM | FAST | BATCH_LOCK, (1, 1, 1), G, sadd)
         .doc("Adds one or more members to a set. Creates the key if it doesn't exist.", "1.0.0"),
     CommandSpec::new("srem", -3, WRITE | FAST, (1, 1, 1), G, srem)
         .doc("Removes one or more members from a set. Deletes the set if the last member was removed.", "1.0.0"),
