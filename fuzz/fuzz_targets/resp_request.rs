@@ -1,10 +1,12 @@
 //! Feeds arbitrary bytes to the request parser in chunks, like a connection
-//! would, checking that it never panics and that every result is in bounds.
+//! would, checking that it never panics and that every result is in bounds; and checks
+//! that `scan_keys` (the prefetch hint) finds, in the same bytes, the arguments the parser
+//! finds, as far as both go.
 
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use resp::{Args, Limits, RequestKind, RequestParser};
+use resp::{scan_keys, Args, Limits, RequestKind, RequestParser};
 
 fuzz_target!(|data: &[u8]| {
     // The first byte picks the chunk size and the limits.
@@ -21,6 +23,7 @@ fuzz_target!(|data: &[u8]| {
     } else {
         Limits::default()
     };
+    check_scan_keys(data);
     let mut parser = RequestParser::new(limits);
     let mut spans = Vec::new();
     let mut buf: Vec<u8> = Vec::new();
@@ -54,3 +57,24 @@ fuzz_target!(|data: &[u8]| {
         }
     }
 });
+
+/// `scan_keys` on the whole input against the parser (default limits): argument 1 of
+/// each multibulk command, offsets into `data`, until an inline command, an error or the
+/// end; the scan may stop sooner, never disagree.
+fn check_scan_keys(data: &[u8]) {
+    let mut scanned = Vec::new();
+    scan_keys(data, &mut scanned, 64);
+    let mut parser = RequestParser::new(Limits::default());
+    let (mut spans, mut at, mut parsed) = (Vec::new(), 0, Vec::new());
+    while let Ok(Some((n, RequestKind::Multibulk))) = parser.parse(&data[at..], &mut spans) {
+        if !spans.is_empty() {
+            parsed.push(spans.get(1).map_or((0, 0), |&(s, e)| ((at + s) as u32, (e - s) as u32)));
+        }
+        at += n;
+    }
+    for &(start, len) in &scanned {
+        assert!(start as usize + len as usize <= data.len(), "scan out of bounds");
+    }
+    let n = scanned.len().min(parsed.len());
+    assert_eq!(scanned[..n], parsed[..n], "scan_keys disagrees with the parser");
+}

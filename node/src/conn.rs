@@ -25,6 +25,10 @@ use crate::stats::WorkerStats;
 const FLUSH_AT: usize = 1 << 20;
 /// Read buffer headroom.
 const READ_CHUNK: usize = 16 * 1024;
+/// How many commands ahead of the one running a batch prefetches keys ([`resp::scan_keys`]).
+const PREFETCH_AHEAD: usize = 4;
+/// Most commands of one read buffer whose keys are located for prefetching.
+const PREFETCH_MAX: usize = 128;
 
 /// Serves one accepted connection until it closes.
 pub async fn serve(
@@ -67,6 +71,7 @@ pub async fn serve(
         rbuf: Vec::with_capacity(READ_CHUNK),
         clock: None,
         last_cmd: LastCommand::default(),
+        ahead: Vec::new(),
         server: server.clone(),
         stats,
     };
@@ -103,6 +108,8 @@ struct Conn {
     clock: Option<u64>,
     /// The command this connection named last, so a repeat skips the registry lookup.
     last_cmd: LastCommand,
+    /// The keys of the batch being run, located ahead for prefetching ([`resp::scan_keys`]).
+    ahead: Vec<(u32, u32)>,
 }
 
 /// The exact bytes of the last command name a connection sent (up to 16) and the registry
@@ -265,6 +272,17 @@ impl Conn {
         // the gate is: released wherever the gate is dropped, before anything waits, and
         // before any command without the flag runs.
         let parked = Parked::new(&srv.keyspace);
+        // A pipelined batch loads the lock line and first bucket of each command's key a
+        // few commands ahead, so their cache misses overlap (Keyspace::prefetch).
+        let mut ahead = std::mem::take(&mut self.ahead);
+        resp::scan_keys(&self.rbuf, &mut ahead, PREFETCH_MAX);
+        if ahead.len() < 2 {
+            ahead.clear();
+        }
+        for c in 0..PREFETCH_AHEAD {
+            prefetch_key(srv, self.client.db, &self.rbuf, ahead.get(c));
+        }
+        let mut cmd_no = 0;
         self.clock = None;
         self.client.cluster.confirmed.clear();
         while start < self.rbuf.len() {
@@ -272,6 +290,13 @@ impl Conn {
             match parsed {
                 Ok(Some((consumed, kind))) => {
                     if !self.spans.is_empty() {
+                        prefetch_key(
+                            srv,
+                            self.client.db,
+                            &self.rbuf,
+                            ahead.get(cmd_no + PREFETCH_AHEAD),
+                        );
+                        cmd_no += 1;
                         let data: &[u8] = match kind {
                             RequestKind::Inline => self.parser.inline_buf(),
                             RequestKind::Multibulk => &self.rbuf[start..],
@@ -360,6 +385,7 @@ impl Conn {
         }
         drop(parked);
         drop(gate);
+        self.ahead = ahead;
         if start >= self.rbuf.len() {
             self.rbuf.clear();
         } else if start > 0 {
@@ -376,6 +402,18 @@ async fn recv_message(
     match rx {
         Some(rx) => rx.recv().await,
         None => std::future::pending().await,
+    }
+}
+
+/// Prefetches the key `at` locates in `buf` (see [`resp::scan_keys`]), if any.
+#[inline]
+fn prefetch_key(server: &Server, db: usize, buf: &[u8], at: Option<&(u32, u32)>) {
+    if let Some(&(start, len)) = at {
+        if let Some(key) = buf.get(start as usize..(start as usize + len as usize)) {
+            if len > 0 {
+                server.keyspace.prefetch(db, key);
+            }
+        }
     }
 }
 

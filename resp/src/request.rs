@@ -689,10 +689,147 @@ impl DoubleEndedIterator for ArgsIter<'_> {
 
 impl ExactSizeIterator for ArgsIter<'_> {}
 
+/// Locates, for up to `max` complete multibulk commands at the start of `buf`, each one's
+/// first argument after the name (offset, length; (0, 0) for a command without one) into
+/// `out`. Stops at the first incomplete command or anything else (an inline command):
+/// only a hint (the server prefetches these keys a few commands ahead), never trusted for
+/// parsing: where [`RequestParser`] accepts the same bytes, it finds the same arguments.
+pub fn scan_keys(buf: &[u8], out: &mut Vec<(u32, u32)>, max: usize) {
+    /// `<tag><digits>\r\n` at `p`: the number and where the next field starts.
+    fn header(buf: &[u8], p: usize, tag: u8) -> Option<(usize, usize)> {
+        if *buf.get(p)? != tag {
+            return None;
+        }
+        let mut n = 0usize;
+        let mut q = p + 1;
+        loop {
+            let b = *buf.get(q)?;
+            if b == b'\r' {
+                break;
+            }
+            if !b.is_ascii_digit() || q - p > 10 {
+                return None;
+            }
+            n = n * 10 + usize::from(b - b'0');
+            q += 1;
+        }
+        (*buf.get(q + 1)? == b'\n').then_some((n, q + 2))
+    }
+    out.clear();
+    let mut p = 0;
+    while out.len() < max && p < buf.len() {
+        let Some((argc, mut q)) = header(buf, p, b'*') else {
+            return;
+        };
+        if argc == 0 {
+            // An empty command: the parser skips it too.
+            p = q;
+            continue;
+        }
+        let mut key = (0, 0);
+        for i in 0..argc {
+            let Some((len, start)) = header(buf, q, b'$') else {
+                return;
+            };
+            let end = start.saturating_add(len);
+            if end > u32::MAX as usize || buf.get(end..end.saturating_add(2)) != Some(b"\r\n") {
+                return;
+            }
+            if i == 1 {
+                key = (start as u32, len as u32);
+            }
+            q = end + 2;
+        }
+        out.push(key);
+        p = q;
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use ProtocolError as E;
+
+    /// What the parser finds where [`scan_keys`] looks: argument 1 of each multibulk
+    /// command (offsets in `buf`), until an inline command, an error or the end.
+    pub(crate) fn parser_keys(buf: &[u8]) -> Vec<(u32, u32)> {
+        let mut parser = RequestParser::new(Limits::default());
+        let (mut spans, mut at, mut out) = (Vec::new(), 0, Vec::new());
+        while let Ok(Some((n, RequestKind::Multibulk))) = parser.parse(&buf[at..], &mut spans) {
+            if !spans.is_empty() {
+                out.push(
+                    spans
+                        .get(1)
+                        .map_or((0, 0), |&(s, e)| ((at + s) as u32, (e - s) as u32)),
+                );
+            }
+            at += n;
+        }
+        out
+    }
+
+    #[test]
+    fn scan_keys_finds_what_the_parser_finds() {
+        let pipeline = b"*2\r\n$3\r\nGET\r\n$5\r\nkey:1\r\n*1\r\n$4\r\nPING\r\n*0\r\n\
+*3\r\n$3\r\nSET\r\n$0\r\n\r\n$2\r\nvv\r\n*2\r\n$4\r\nINCR\r\n$1\r\nc\r\n";
+        let mut out = Vec::new();
+        scan_keys(pipeline, &mut out, 100);
+        assert_eq!(out, parser_keys(pipeline));
+        assert_eq!(
+            out.len(),
+            4,
+            "the empty command is skipped, as the parser does"
+        );
+        assert_eq!(&pipeline[out[0].0 as usize..][..5], b"key:1");
+        assert_eq!(out[1], (0, 0));
+        assert_eq!(out[2].1, 0);
+        scan_keys(pipeline, &mut out, 2);
+        assert_eq!(out.len(), 2);
+        // Stops at an incomplete command, an inline one, or anything malformed.
+        for (bytes, n) in [
+            (
+                &b"*2\r\n$3\r\nGET\r\n$5\r\nkey:1\r\n*2\r\n$3\r\nGET\r\n$5\r\nke"[..],
+                1,
+            ),
+            (
+                b"*2\r\n$3\r\nGET\r\n$1\r\nk\r\nPING\r\n*1\r\n$4\r\nPING\r\n",
+                1,
+            ),
+            (b"*2\r\n$3\r\nGET\r\n$-1\r\n", 0),
+            (b"*2\r\n$3\r\nGET\r\n$+1\r\nk\r\n", 0),
+            (b"*99999999999999999999\r\n", 0),
+            (b"*4000000000\r\n$1\r\na\r\n", 0),
+            (b"*1\r\n$99999999999\r\nx\r\n", 0),
+            (b"*1\r\n$1\r\nab\r\n", 0),
+            (b"", 0),
+        ] {
+            scan_keys(bytes, &mut out, 100);
+            assert_eq!(out.len(), n, "{:?}", String::from_utf8_lossy(bytes));
+            let theirs = parser_keys(bytes);
+            assert_eq!(out[..], theirs[..n.min(theirs.len())]);
+        }
+        // Mutated and cut pipelines: the scan may stop sooner, never disagree.
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        for _ in 0..5000 {
+            let mut b = pipeline.to_vec();
+            for _ in 0..next() % 3 {
+                let i = next() as usize % b.len();
+                b[i] = b"*$\r\n0123456789x"[next() as usize % 15];
+            }
+            b.truncate(next() as usize % (b.len() + 1));
+            scan_keys(&b, &mut out, 100);
+            let theirs = parser_keys(&b);
+            let n = out.len().min(theirs.len());
+            assert_eq!(out[..n], theirs[..n], "{:?}", String::from_utf8_lossy(&b));
+            assert!(out.iter().all(|&(s, l)| (s + l) as usize <= b.len()));
+        }
+    }
 
     type Parsed = Result<Option<(usize, RequestKind, Vec<Vec<u8>>)>, ProtocolError>;
 

@@ -14,7 +14,7 @@ use std::ops::{Deref, DerefMut};
 use foldhash::fast::FixedState;
 use parking_lot::{Mutex, MutexGuard};
 
-use std::sync::atomic::{AtomicU8, Ordering::Relaxed};
+use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering::Relaxed};
 
 use crate::events::{self, KeyEvent, RECORD_EXPIRED, RECORD_NEW};
 use crate::table::{Entry, Table};
@@ -47,9 +47,20 @@ impl Shard {
     }
 }
 
+/// Where one table's buckets are, published for prefetching without the shard lock
+/// ([`Keyspace::prefetch`]): read and written with relaxed atomics, so a stale or torn
+/// pair only makes a prefetch miss. 0 while unknown.
+#[derive(Default)]
+struct BucketHint {
+    end: AtomicUsize,
+    mask: AtomicUsize,
+}
+
 /// The whole keyspace of one node.
 pub struct Keyspace {
     shards: Box<[Padded<Mutex<Shard>>]>,
+    /// One [`BucketHint`] per shard and database (`shard * dbs + db`).
+    hints: Box<[BucketHint]>,
     shift: u32,
     hasher: FixedState,
     dbs: usize,
@@ -77,6 +88,7 @@ impl Keyspace {
             64 - shards.trailing_zeros()
         };
         let dbs = dbs.max(1);
+        let hints = (0..shards * dbs).map(|_| BucketHint::default()).collect();
         let shards = (0..shards)
             .map(|_| {
                 Padded(Mutex::new(Shard {
@@ -86,6 +98,7 @@ impl Keyspace {
             .collect();
         Keyspace {
             shards,
+            hints,
             shift,
             hasher,
             dbs,
@@ -129,12 +142,47 @@ impl Keyspace {
         }
     }
 
+    /// Asks the CPU to start loading what a lock and lookup of `key` in `db` will touch
+    /// (the shard's lock line, for writing, then the table's first control group and
+    /// bucket), without taking the lock: a pipelined batch calls it a few commands ahead,
+    /// so the cache misses of its commands overlap instead of following one another.
+    #[inline]
+    pub fn prefetch(&self, db: usize, key: &[u8]) {
+        let h = self.hash(key);
+        let i = self.shard_index(h);
+        prefetch_line(&self.shards[i] as *const _ as usize, true);
+        let hint = &self.hints[i * self.dbs + db.min(self.dbs - 1)];
+        let end = hint.end.load(Relaxed);
+        if end != 0 {
+            let (ctrl, bucket) = crate::table::bucket_lines(end, hint.mask.load(Relaxed), h);
+            prefetch_line(ctrl, false);
+            prefetch_line(bucket, false);
+        }
+    }
+
+    /// Republishes the [`BucketHint`] of `db` in shard `i` after its map may have been
+    /// reallocated (called under the shard's lock, with its table).
+    #[inline]
+    fn publish_hint(&self, i: usize, db: usize, t: &Table) {
+        let hint = &self.hints[i * self.dbs + db.min(self.dbs - 1)];
+        if hint.mask.load(Relaxed) == t.num_buckets().wrapping_sub(1) && hint.end.load(Relaxed) != 0
+        {
+            return;
+        }
+        let (end, mask) = t.bucket_hint().unwrap_or((0, 0));
+        hint.end.store(end, Relaxed);
+        hint.mask.store(mask, Relaxed);
+    }
+
     /// Locks the shard of `key` in database `db`.
     pub fn lock<'a, 'k>(&'a self, db: usize, key: &'k [u8], now: u64) -> KeyGuard<'a, 'k> {
         let hash = self.hash(key);
+        let idx = self.shard_index(hash);
         KeyGuard {
+            ks: self,
+            idx,
             shard: ShardLock {
-                guard: ManuallyDrop::new(self.shards[self.shard_index(hash)].0.lock()),
+                guard: ManuallyDrop::new(self.shards[idx].0.lock()),
                 park: None,
             },
             db,
@@ -170,6 +218,8 @@ impl Keyspace {
             m.lock()
         };
         KeyGuard {
+            ks: self,
+            idx: i,
             shard: ShardLock {
                 guard: ManuallyDrop::new(guard),
                 park: Some((park, i)),
@@ -387,6 +437,26 @@ impl Keyspace {
     }
 }
 
+/// Starts loading the cache line at `addr` (for writing when `write`): a hint that may
+/// be dropped, to any address at all.
+#[inline(always)]
+fn prefetch_line(addr: usize, write: bool) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a prefetch instruction never faults and changes nothing the program can
+    // observe, whatever the address (a stale or bogus hint included); `x86_64` always
+    // has SSE. Tested by `tests::prefetch_takes_any_hint`.
+    unsafe {
+        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_ET0, _MM_HINT_T0};
+        if write {
+            _mm_prefetch::<_MM_HINT_ET0>(addr as *const i8);
+        } else {
+            _mm_prefetch::<_MM_HINT_T0>(addr as *const i8);
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = (addr, write);
+}
+
 /// No shard kept locked ([`Parked`]).
 const NONE: usize = usize::MAX;
 
@@ -476,6 +546,8 @@ impl Drop for ShardLock<'_> {
 
 /// The lock on one key's shard, bound to that key and a database.
 pub struct KeyGuard<'a, 'k> {
+    ks: &'a Keyspace,
+    idx: usize,
     shard: ShardLock<'a>,
     db: usize,
     hash: u64,
@@ -552,6 +624,7 @@ impl<'a, 'k> KeyGuard<'a, 'k> {
         let old = watched(rec, db, k, self.shard.table(db), |t| {
             t.insert(h, k, value, expire_at, now)
         });
+        self.ks.publish_hint(self.idx, db, self.shard.table(db));
         note_store(rec, db, k, &old);
         old
     }
@@ -560,6 +633,7 @@ impl<'a, 'k> KeyGuard<'a, 'k> {
     pub fn remove(&mut self) -> Option<Entry> {
         let (h, k, now, db, rec) = (self.hash, self.key, self.now, self.db, self.rec);
         let old = watched(rec, db, k, self.shard.table(db), |t| t.remove(h, k, now));
+        self.ks.publish_hint(self.idx, db, self.shard.table(db));
         note_remove(rec, db, k, &old);
         old
     }
@@ -740,6 +814,39 @@ mod tests {
         }));
         assert!(r.is_err());
         assert!(!locked(&ks, &a) && !locked(&ks, &b));
+    }
+
+    #[test]
+    fn prefetch_takes_any_hint() {
+        let ks = Keyspace::new(2, 16);
+        ks.prefetch(0, b"missing");
+        for n in 0..2000 {
+            let k = format!("k{n}");
+            ks.lock(n % 2, k.as_bytes(), 1).insert(sv("v"), 0);
+        }
+        // Inserts published where each table's buckets are.
+        let i = ks.shard_of(b"k1");
+        let hint = &ks.hints[i * 2 + 1];
+        let (end, mask) = ks.shards[i].0.lock().table(1).bucket_hint().unwrap();
+        assert_eq!(
+            (hint.end.load(Relaxed), hint.mask.load(Relaxed)),
+            (end, mask)
+        );
+        for n in 0..2000 {
+            ks.prefetch(n % 3, format!("k{n}").as_bytes());
+        }
+        // Stale and bogus hints only make prefetches miss.
+        for (end, mask) in [(1, usize::MAX), (usize::MAX, usize::MAX), (4096, 0)] {
+            for h in ks.hints.iter() {
+                h.end.store(end, Relaxed);
+                h.mask.store(mask, Relaxed);
+            }
+            ks.prefetch(0, b"k1");
+            ks.prefetch(1, b"k2");
+        }
+        // The next insert republishes the real one.
+        ks.lock(1, b"k1", 1).insert(sv("w"), 0);
+        assert_eq!(hint.end.load(Relaxed), end);
     }
 
     #[test]

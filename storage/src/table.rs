@@ -103,6 +103,19 @@ fn spread(h: u64) -> u64 {
     h.wrapping_mul(0x9e37_79b9_7f4a_7c15)
 }
 
+/// Bytes of one bucket of a table's map.
+const SLOT: usize = std::mem::size_of::<(ThinKey, Entry)>();
+
+/// The addresses of the control group and the first bucket a lookup of hash `h` probes,
+/// in a map whose [`Table::bucket_hint`] is `(end, mask)`.
+pub(crate) fn bucket_lines(end: usize, mask: usize, h: u64) -> (usize, usize) {
+    let pos = (spread(h) as usize) & mask;
+    (
+        end.wrapping_add(pos),
+        end.wrapping_sub((pos + 1).wrapping_mul(SLOT)),
+    )
+}
+
 fn secs(now_ns: u64) -> u32 {
     (now_ns / 1_000_000_000) as u32
 }
@@ -157,6 +170,22 @@ impl Table {
     /// Number of keys, including expired keys not yet reaped.
     pub fn len(&self) -> usize {
         self.map.len()
+    }
+
+    /// Number of buckets of the key map (a power of two, or 0).
+    pub(crate) fn num_buckets(&self) -> usize {
+        self.map.num_buckets()
+    }
+
+    /// Where the map's buckets end and its control bytes begin (hashbrown keeps bucket `i`
+    /// just below the end at `end - (i + 1) * SLOT`, the control bytes from `end` up), and
+    /// its bucket mask: what [`bucket_lines`] needs to prefetch a lookup without the lock.
+    /// `None` while the map is empty (a recomputation finds an occupied bucket to measure
+    /// from; `tests::bucket_hint_matches_the_buckets` checks the layout).
+    pub(crate) fn bucket_hint(&self) -> Option<(usize, usize)> {
+        let i = self.map.iter_buckets().next()?;
+        let at = self.map.get_bucket(i)? as *const (ThinKey, Entry) as usize;
+        Some((at + (i + 1) * SLOT, self.map.num_buckets() - 1))
     }
 
     /// True when the table holds no key.
@@ -734,6 +763,33 @@ mod tests {
         // A key table slot: key (16 bytes, inline up to 15) + entry (the memory per key
         // depends on it).
         assert!(std::mem::size_of::<(ThinKey, Entry)>() <= 56);
+    }
+
+    #[test]
+    fn bucket_hint_matches_the_buckets() {
+        let hs = FixedState::with_seed(7);
+        let mut t = Table::new(hs);
+        assert_eq!(t.bucket_hint(), None);
+        for n in 0..5000u32 {
+            let k = format!("k{n}");
+            let h = hs.hash_one(k.as_bytes());
+            t.insert(h, k.as_bytes(), s("v"), 0, 1);
+            if n % 97 != 0 {
+                continue;
+            }
+            // The bucket a lookup probes first: where hashbrown keeps it.
+            let (end, mask) = t.bucket_hint().unwrap();
+            assert_eq!(mask + 1, t.num_buckets());
+            let idx = t
+                .map
+                .find_bucket_index(spread(h), |(kk, _)| &kk[..] == k.as_bytes());
+            let idx = idx.unwrap();
+            let at = t.map.get_bucket(idx).unwrap() as *const (ThinKey, Entry) as usize;
+            assert_eq!(at, end - (idx + 1) * SLOT);
+            let (ctrl, first) = bucket_lines(end, mask, h);
+            assert_eq!(first, end - (((spread(h) as usize) & mask) + 1) * SLOT);
+            assert_eq!(ctrl, end + ((spread(h) as usize) & mask));
+        }
     }
 
     #[test]
