@@ -14,7 +14,7 @@ use std::ops::{Deref, DerefMut};
 use foldhash::fast::FixedState;
 use parking_lot::{Mutex, MutexGuard};
 
-use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering::Relaxed};
+use std::sync::atomic::{AtomicU64, AtomicU8, Ordering::Relaxed};
 
 use crate::events::{self, KeyEvent, RECORD_EXPIRED, RECORD_NEW};
 use crate::table::{Entry, Table};
@@ -48,18 +48,36 @@ impl Shard {
 }
 
 /// Where one table's buckets are, published for prefetching without the shard lock
-/// ([`Keyspace::prefetch`]): read and written with relaxed atomics, so a stale or torn
-/// pair only makes a prefetch miss. 0 while unknown.
+/// ([`Keyspace::prefetch`]): the end of its buckets (a 48-bit address) with log2 of its
+/// bucket count in the top 16 bits, in one relaxed atomic, so a stale hint only makes a
+/// prefetch miss. 0 while unknown.
 #[derive(Default)]
-struct BucketHint {
-    end: AtomicUsize,
-    mask: AtomicUsize,
+struct BucketHint(AtomicU64);
+
+impl BucketHint {
+    fn get(&self) -> Option<(usize, usize)> {
+        let v = self.0.load(Relaxed);
+        let end = (v & ((1 << 48) - 1)) as usize;
+        (end != 0).then(|| (end, (1usize << (v >> 48).min(47)) - 1))
+    }
+
+    /// Publishes `hint` (`None`: unknown). Hints that do not pack are not published.
+    fn set(&self, hint: Option<(usize, usize)>) {
+        let v = match hint {
+            Some((end, mask)) if end >> 48 == 0 && mask.wrapping_add(1).is_power_of_two() => {
+                end as u64 | u64::from((mask + 1).trailing_zeros()) << 48
+            }
+            _ => 0,
+        };
+        self.0.store(v, Relaxed);
+    }
 }
 
 /// The whole keyspace of one node.
 pub struct Keyspace {
     shards: Box<[Padded<Mutex<Shard>>]>,
-    /// One [`BucketHint`] per shard and database (`shard * dbs + db`).
+    /// One [`BucketHint`] per database and shard (`db * shards + shard`: database 0's
+    /// hints, the usual ones, share few cache lines).
     hints: Box<[BucketHint]>,
     shift: u32,
     hasher: FixedState,
@@ -151,10 +169,8 @@ impl Keyspace {
         let h = self.hash(key);
         let i = self.shard_index(h);
         prefetch_line(&self.shards[i] as *const _ as usize, true);
-        let hint = &self.hints[i * self.dbs + db.min(self.dbs - 1)];
-        let end = hint.end.load(Relaxed);
-        if end != 0 {
-            let (ctrl, bucket) = crate::table::bucket_lines(end, hint.mask.load(Relaxed), h);
+        if let Some((end, mask)) = self.hint(i, db).get() {
+            let (ctrl, bucket) = crate::table::bucket_lines(end, mask, h);
             prefetch_line(ctrl, false);
             prefetch_line(bucket, false);
         }
@@ -164,14 +180,20 @@ impl Keyspace {
     /// reallocated (called under the shard's lock, with its table).
     #[inline]
     fn publish_hint(&self, i: usize, db: usize, t: &Table) {
-        let hint = &self.hints[i * self.dbs + db.min(self.dbs - 1)];
-        if hint.mask.load(Relaxed) == t.num_buckets().wrapping_sub(1) && hint.end.load(Relaxed) != 0
+        let hint = self.hint(i, db);
+        if hint
+            .get()
+            .is_some_and(|(_, mask)| mask + 1 == t.num_buckets())
         {
             return;
         }
-        let (end, mask) = t.bucket_hint().unwrap_or((0, 0));
-        hint.end.store(end, Relaxed);
-        hint.mask.store(mask, Relaxed);
+        hint.set(t.bucket_hint());
+    }
+
+    /// The [`BucketHint`] of database `db` in shard `i`.
+    #[inline]
+    fn hint(&self, i: usize, db: usize) -> &BucketHint {
+        &self.hints[db.min(self.dbs - 1) * self.shards.len() + i]
     }
 
     /// Locks the shard of `key` in database `db`.
@@ -826,27 +848,26 @@ mod tests {
         }
         // Inserts published where each table's buckets are.
         let i = ks.shard_of(b"k1");
-        let hint = &ks.hints[i * 2 + 1];
+        let hint = ks.hint(i, 1);
         let (end, mask) = ks.shards[i].0.lock().table(1).bucket_hint().unwrap();
-        assert_eq!(
-            (hint.end.load(Relaxed), hint.mask.load(Relaxed)),
-            (end, mask)
-        );
+        assert_eq!(hint.get(), Some((end, mask)));
         for n in 0..2000 {
             ks.prefetch(n % 3, format!("k{n}").as_bytes());
         }
         // Stale and bogus hints only make prefetches miss.
-        for (end, mask) in [(1, usize::MAX), (usize::MAX, usize::MAX), (4096, 0)] {
+        for bogus in [1, u64::MAX, 4096 | 63 << 48, 0xffff_ffff_ffff] {
             for h in ks.hints.iter() {
-                h.end.store(end, Relaxed);
-                h.mask.store(mask, Relaxed);
+                h.0.store(bogus, Relaxed);
             }
             ks.prefetch(0, b"k1");
             ks.prefetch(1, b"k2");
         }
         // The next insert republishes the real one.
         ks.lock(1, b"k1", 1).insert(sv("w"), 0);
-        assert_eq!(hint.end.load(Relaxed), end);
+        assert_eq!(hint.get(), Some((end, mask)));
+        // Hints that do not pack are not published.
+        hint.set(Some((1 << 50, 1023)));
+        assert_eq!(hint.get(), None);
     }
 
     #[test]
