@@ -62,7 +62,7 @@ fn new_block() -> Box<[Slot; BLOCK]> {
 #[inline]
 fn fill(slot: &mut Slot, e: Elem) {
     debug_assert!(slot.is_none(), "a slot outside the elements holds one");
-    std::mem::forget(std::mem::replace(slot, Some(e)));
+    std::mem::forget(slot.replace(e));
 }
 
 /// The elements of a block, in order.
