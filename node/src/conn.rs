@@ -273,17 +273,16 @@ impl Conn {
         // before any command without the flag runs.
         let parked = Parked::new(&srv.keyspace);
         // A pipelined batch loads the lock line and first bucket of each command's key a
-        // few commands ahead, so their cache misses overlap (Keyspace::prefetch).
-        // A batch whose first commands have no key (PINGs) is not scanned further.
+        // few commands ahead, so their cache misses overlap (Keyspace::prefetch). A batch
+        // whose first commands have no key (PINGs) is not scanned further.
         let mut ahead = std::mem::take(&mut self.ahead);
-        let an = PREFETCH_AHEAD;
-        resp::scan_keys(&self.rbuf, &mut ahead, an + 1);
+        resp::scan_keys(&self.rbuf, &mut ahead, PREFETCH_AHEAD + 1);
         if ahead.len() < 2 || ahead.iter().all(|&(_, len)| len == 0) {
             ahead.clear();
         } else {
             resp::scan_keys(&self.rbuf, &mut ahead, PREFETCH_MAX);
         }
-        for c in 0..an {
+        for c in 0..PREFETCH_AHEAD {
             prefetch_key(srv, self.client.db, &self.rbuf, ahead.get(c));
         }
         let mut cmd_no = 0;
@@ -294,7 +293,12 @@ impl Conn {
             match parsed {
                 Ok(Some((consumed, kind))) => {
                     if !self.spans.is_empty() {
-                        prefetch_key(srv, self.client.db, &self.rbuf, ahead.get(cmd_no + an));
+                        prefetch_key(
+                            srv,
+                            self.client.db,
+                            &self.rbuf,
+                            ahead.get(cmd_no + PREFETCH_AHEAD),
+                        );
                         cmd_no += 1;
                         let data: &[u8] = match kind {
                             RequestKind::Inline => self.parser.inline_buf(),
