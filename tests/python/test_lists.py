@@ -316,9 +316,10 @@ def test_binary_elements(rr):
 # --------------------------------------------------------------------------- differential
 
 def _start_redis():
+    """A fresh redis-server: (process, port, its working directory), or Nones."""
     exe = shutil.which("redis-server")
     if exe is None:
-        return None, None
+        return None, None, None
     port = free_port()
     wd = tempfile.mkdtemp(prefix="ember-lists-diff-")
     proc = subprocess.Popen([exe, "--port", str(port), "--bind", "127.0.0.1", "--save", "",
@@ -328,11 +329,13 @@ def _start_redis():
     while time.monotonic() < deadline:
         try:
             socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-            return proc, port
+            return proc, port, wd
         except OSError:
             time.sleep(0.05)
     proc.kill()
-    return None, None
+    proc.wait(timeout=10)
+    shutil.rmtree(wd, ignore_errors=True)
+    return None, None, None
 
 
 def _random_cmd(rnd):
@@ -366,7 +369,7 @@ def _differential(server, next_cmd, steps, keys, setup=(), check_every=0):
     """Sends `next_cmd(step)` to a fresh redis-server and to Ember for `steps` steps and
     asserts equal replies (and errors); the lists `keys` are compared every `check_every`
     steps (0: never) and at the end."""
-    proc, port = _start_redis()
+    proc, port, wd = _start_redis()
     if proc is None:
         pytest.skip("redis-server not available")
     try:
@@ -399,6 +402,7 @@ def _differential(server, next_cmd, steps, keys, setup=(), check_every=0):
     finally:
         proc.terminate()
         proc.wait(timeout=10)
+        shutil.rmtree(wd, ignore_errors=True)
 
 
 @pytest.mark.skipif(IS_REDIS, reason="differential test compares Ember with redis-server")
