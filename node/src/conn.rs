@@ -411,11 +411,9 @@ async fn recv_message(
 /// Prefetches the key `at` locates in `buf` (see [`resp::scan_keys`]), if any.
 #[inline]
 fn prefetch_key(server: &Server, db: usize, buf: &[u8], at: Option<&(u32, u32)>) {
-    if let Some(&(start, len)) = at {
+    if let Some(&(start, len)) = at.filter(|&&(_, len)| len > 0) {
         if let Some(key) = buf.get(start as usize..(start as usize + len as usize)) {
-            if len > 0 {
-                server.keyspace.prefetch(db, key);
-            }
+            server.keyspace.prefetch(db, key);
         }
     }
 }

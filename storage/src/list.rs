@@ -222,31 +222,26 @@ impl Items {
         }
     }
 
+    /// Pushes `e` at the tail (`tail`) or the head, spilling a full ring into blocks.
     #[inline]
-    fn push_back(&mut self, e: Elem) {
+    fn push(&mut self, e: Elem, tail: bool) {
         if let Items::Small(d) = self {
             if d.len() < BLOCK {
-                d.push_back(e);
+                if tail {
+                    d.push_back(e);
+                } else {
+                    d.push_front(e);
+                }
                 return;
             }
             self.spill();
         }
         if let Items::Big(b) = self {
-            b.push_back(e);
-        }
-    }
-
-    #[inline]
-    fn push_front(&mut self, e: Elem) {
-        if let Items::Small(d) = self {
-            if d.len() < BLOCK {
-                d.push_front(e);
-                return;
+            if tail {
+                b.push_back(e);
+            } else {
+                b.push_front(e);
             }
-            self.spill();
-        }
-        if let Items::Big(b) = self {
-            b.push_front(e);
         }
     }
 
@@ -456,25 +451,21 @@ impl List {
     /// Pushes a copy of `v` at the head.
     #[inline]
     pub fn push_front(&mut self, v: &[u8]) {
-        self.items.push_front(Elem::new(v));
+        self.items.push(Elem::new(v), false);
         self.grew(v.len());
     }
 
     /// Pushes a copy of `v` at the tail.
     #[inline]
     pub fn push_back(&mut self, v: &[u8]) {
-        self.items.push_back(Elem::new(v));
+        self.items.push(Elem::new(v), true);
         self.grew(v.len());
     }
 
     /// Pushes an owned element at the head or (`tail`) at the tail.
     pub fn push_owned(&mut self, v: Elem, tail: bool) {
         let n = v.len();
-        if tail {
-            self.items.push_back(v);
-        } else {
-            self.items.push_front(v);
-        }
+        self.items.push(v, tail);
         self.grew(n);
     }
 
