@@ -50,6 +50,8 @@ pub struct ClientInfo {
     pub multi_len: std::sync::atomic::AtomicI64,
     /// Channels, patterns and shard channels subscribed (CLIENT LIST `sub= psub= ssub=`).
     pub sub_counts: [AtomicUsize; 3],
+    /// The worker serving the connection now (CLIENT LIST `io-thread=`).
+    pub worker: AtomicUsize,
 }
 
 impl ClientInfo {
@@ -74,6 +76,7 @@ impl ClientInfo {
             watch_dirty: AtomicBool::new(false),
             multi_len: std::sync::atomic::AtomicI64::new(-1),
             sub_counts: Default::default(),
+            worker: AtomicUsize::new(0),
         }
     }
 

@@ -34,6 +34,7 @@ const PREFETCH_MAX: usize = 128;
 pub async fn serve(
     server: Arc<Server>,
     stats: Arc<WorkerStats>,
+    worker: usize,
     stream: std::net::TcpStream,
     id: u64,
 ) {
@@ -62,7 +63,7 @@ pub async fn serve(
     server.clients.add(info.clone());
     WorkerStats::add(&stats.connections, 1);
     let authenticated = !server.live.auth_required.load(Relaxed);
-    let mut conn = Conn {
+    let conn = Conn {
         client: Client::new(info, authenticated),
         out: ReplyWriter::new(Protocol::Resp2),
         parser: RequestParser::new(limits(&server)),
@@ -72,18 +73,66 @@ pub async fn serve(
         clock: None,
         last_cmd: LastCommand::default(),
         ahead: Vec::new(),
-        server: server.clone(),
+        server,
         stats,
+        worker,
     };
-    if let Err(e) = conn.run(stream).await {
-        debug!(client = id, "connection closed: {e}");
+    conn.client.info.worker.store(worker, Relaxed);
+    conn.server.balance.joined(worker);
+    drive(conn, stream).await;
+}
+
+/// A connection on its way to another worker ([`crate::balance`]): its whole state and
+/// its socket, out of the old worker's reactor.
+pub struct Moving {
+    conn: Conn,
+    stream: std::net::TcpStream,
+}
+
+/// Goes on serving a connection another worker handed over.
+pub async fn resume(server: Arc<Server>, stats: Arc<WorkerStats>, worker: usize, m: Box<Moving>) {
+    let Moving { mut conn, stream } = *m;
+    conn.stats = stats;
+    conn.worker = worker;
+    conn.client.info.worker.store(worker, Relaxed);
+    server.balance.joined(worker);
+    match TcpStream::from_std(stream) {
+        Ok(s) => drive(conn, s).await,
+        Err(e) => {
+            debug!(client = conn.client.info.id, "connection lost moving: {e}");
+            conn.close();
+        }
     }
-    crate::cmd::pubsub::unsubscribe_all(&server, &mut conn.client);
-    server.tracking.remove_client(id);
-    let watched = std::mem::take(&mut conn.client.watched);
-    server.watches.unwatch_all(&conn.client.info, &watched);
-    server.clients.remove(id);
-    server.connected.fetch_sub(1, Relaxed);
+}
+
+/// Serves `conn` on this worker until it closes (and cleans up) or moves away.
+async fn drive(mut conn: Conn, stream: TcpStream) {
+    match conn.run(stream).await {
+        Ok(Ended::Moved(stream, to)) => {
+            let server = conn.server.clone();
+            server.balance.left(conn.worker);
+            let m = Box::new(Moving { conn, stream });
+            if let Err(crate::balance::Arrival::Moved(m)) =
+                server.balance.send(to, crate::balance::Arrival::Moved(m))
+            {
+                let mut conn = m.conn;
+                conn.close();
+            }
+            return;
+        }
+        Ok(Ended::Closed) => {}
+        Err(e) => debug!(client = conn.client.info.id, "connection closed: {e}"),
+    }
+    conn.server.balance.left(conn.worker);
+    conn.close();
+}
+
+/// How [`Conn::run`] ended.
+enum Ended {
+    /// The connection is done.
+    Closed,
+    /// The connection goes on on worker `.1`.
+    Moved(std::net::TcpStream, usize),
 }
 
 fn limits(server: &Server) -> Limits {
@@ -110,6 +159,8 @@ struct Conn {
     last_cmd: LastCommand,
     /// The keys of the batch being run, located ahead for prefetching ([`resp::scan_keys`]).
     ahead: Vec<(u32, u32)>,
+    /// The worker serving the connection now.
+    worker: usize,
 }
 
 /// The exact bytes of the last command name a connection sent (up to 16) and the registry
@@ -152,11 +203,30 @@ impl LastCommand {
 }
 
 impl Conn {
-    async fn run(&mut self, mut stream: TcpStream) -> std::io::Result<()> {
+    /// The cleanup of a connection that is done.
+    fn close(&mut self) {
+        let server = &self.server;
+        let id = self.client.info.id;
+        crate::cmd::pubsub::unsubscribe_all(server, &mut self.client);
+        server.tracking.remove_client(id);
+        let watched = std::mem::take(&mut self.client.watched);
+        server.watches.unwatch_all(&self.client.info, &watched);
+        server.clients.remove(id);
+        server.connected.fetch_sub(1, Relaxed);
+    }
+
+    async fn run(&mut self, mut stream: TcpStream) -> std::io::Result<Ended> {
         // Its own handle (one reference count a connection): batches keep a shard locked
         // through it ([`Parked`]) while `self` is borrowed mutably.
         let server = self.server.clone();
         loop {
+            // A quiet point: every command read has run and its reply is written. A
+            // subscriber stays where its messages are delivered.
+            if self.rbuf.is_empty() && self.client.sub_rx.is_none() {
+                if let Some(to) = server.balance.take_move(self.worker) {
+                    return Ok(Ended::Moved(stream.into_std()?, to));
+                }
+            }
             if self.rbuf.capacity() - self.rbuf.len() < READ_CHUNK / 4 {
                 self.rbuf.reserve(READ_CHUNK);
             }
@@ -165,8 +235,8 @@ impl Conn {
             let subscribed = self.client.sub_rx.is_some();
             let n = tokio::select! {
                 r = stream.read_buf(&mut self.rbuf) => r?,
-                _ = info.kill_notify.notified() => return Ok(()),
-                _ = tokio::time::sleep(Duration::from_secs(timeout)), if timeout > 0 && !subscribed => return Ok(()),
+                _ = info.kill_notify.notified() => return Ok(Ended::Closed),
+                _ = tokio::time::sleep(Duration::from_secs(timeout)), if timeout > 0 && !subscribed => return Ok(Ended::Closed),
                 m = recv_message(&mut self.client.sub_rx), if subscribed => {
                     if let Some(m) = m {
                         self.deliver(&mut stream, m).await?;
@@ -175,7 +245,7 @@ impl Conn {
                 }
             };
             if n == 0 || info.killed.load(Relaxed) {
-                return Ok(());
+                return Ok(Ended::Closed);
             }
             WorkerStats::add(&self.stats.net_input, n as u64);
             info.touch();
@@ -196,7 +266,7 @@ impl Conn {
             }
             self.flush(&mut stream).await?;
             if close {
-                return Ok(());
+                return Ok(Ended::Closed);
             }
             let pending = self.rbuf.len() as u64;
             info.qbuf.store(self.rbuf.len(), Relaxed);
@@ -205,7 +275,7 @@ impl Conn {
                     client = info.id,
                     "Closing client that reached max query buffer length"
                 );
-                return Ok(());
+                return Ok(Ended::Closed);
             }
         }
     }

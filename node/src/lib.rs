@@ -4,6 +4,7 @@
 //! - [`config`]: directives from redis.conf-style files and `--flags`; CONFIG GET/SET rules.
 //! - [`server`]: shared state, listeners, worker threads, active expiry, shutdown.
 //! - [`conn`]: one connection: read, parse every complete command, execute, write once.
+//! - [`balance`]: how many workers serve connections, and moving connections between them.
 //! - [`registry`]: the static command table ([`registry::CommandSpec`]) used for dispatch,
 //!   arity, COMMAND, key positions and statistics.
 //! - [`cmd`]: command families, one file each, each exporting its `COMMANDS` table.
@@ -20,6 +21,7 @@
 #![deny(missing_docs)]
 
 pub mod aof;
+pub mod balance;
 pub mod blocking;
 pub mod client;
 pub mod cluster;

@@ -1,8 +1,9 @@
 //! The node: shared state ([`Server`]), listeners, worker threads, the active-expiry
 //! thread and shutdown.
 //!
-//! One acceptor thread accepts connections and hands them round-robin to N worker threads;
-//! each worker runs a single-threaded tokio runtime that owns its connections for life.
+//! One acceptor thread accepts connections and hands them in turn to the active worker
+//! threads ([`crate::balance`]); each worker runs a single-threaded tokio runtime that
+//! serves its connections until they close or move to another worker.
 //! Nothing on the command path takes a global lock: commands lock only their keys' shards.
 
 use std::net::{IpAddr, SocketAddr};
@@ -226,6 +227,8 @@ pub struct Server {
     pub evict: crate::evict::Evictor,
     /// Cluster mode: the node's groups and peers (set once at startup).
     pub cluster: std::sync::OnceLock<Arc<crate::cluster::Cluster>>,
+    /// Which workers take connections, and connections on their way between workers.
+    pub balance: crate::balance::Balance,
 }
 
 impl Server {
@@ -279,6 +282,7 @@ impl Server {
             active_expire_off: AtomicBool::new(false),
             evict: Default::default(),
             cluster: Default::default(),
+            balance: crate::balance::Balance::new(threads),
         };
         s.apply_config();
         s
@@ -362,10 +366,6 @@ impl Server {
     }
 }
 
-/// A connection handed to a worker, with the client id the acceptor gave it (so ids
-/// increase in accept order).
-type Handoff = mpsc::UnboundedSender<(std::net::TcpStream, u64)>;
-
 /// Starts the node and blocks until it shuts down.
 pub fn run(
     config: Config,
@@ -415,17 +415,24 @@ pub fn run(
         crate::aof::start(&server)?;
     }
 
-    let mut handoffs: Vec<Handoff> = Vec::with_capacity(threads);
-    for i in 0..threads {
+    let mut handoffs = Vec::with_capacity(threads);
+    let mut inboxes = Vec::with_capacity(threads);
+    for _ in 0..threads {
         let (tx, rx) = mpsc::unbounded_channel();
         handoffs.push(tx);
+        inboxes.push(rx);
+    }
+    // Set before any worker runs: a worker may hand a connection to another at once.
+    server.balance.set_handoffs(handoffs);
+    for (i, rx) in inboxes.into_iter().enumerate() {
         let server = server.clone();
         let stats = server.workers[i].clone();
         std::thread::Builder::new()
             .name(format!("ember-worker-{i}"))
-            .spawn(move || worker_main(server, stats, rx))
+            .spawn(move || worker_main(server, stats, i, rx))
             .map_err(|e| format!("can't start worker thread: {e}"))?;
     }
+    crate::balance::spawn(server.clone())?;
     spawn_expiry(server.clone())?;
     spawn_cron(server.clone())?;
     crate::cmd::server::spawn_sampler(server.clone())?;
@@ -435,11 +442,9 @@ pub fn run(
         .build()
         .map_err(|e| e.to_string())?;
     rt.block_on(async move {
-        let rr = Arc::new(AtomicUsize::new(0));
-        let handoffs = Arc::new(handoffs);
         for l in listeners {
             let l = tokio::net::TcpListener::from_std(l).map_err(|e| e.to_string())?;
-            tokio::spawn(accept_loop(server.clone(), l, handoffs.clone(), rr.clone()));
+            tokio::spawn(accept_loop(server.clone(), l));
         }
         info!(
             port = server.port,
@@ -541,12 +546,7 @@ fn listen(addr: SocketAddr, backlog: i32) -> std::io::Result<std::net::TcpListen
 
 const DENIED: &[u8] = b"-DENIED Ember is running in protected mode because protected mode is enabled and no password is set for the default user. In this mode connections are only accepted from the loopback interface. If you want to connect from external computers, either set a password (requirepass), or disable protected mode (CONFIG SET protected-mode no or --protected-mode no).\r\n";
 
-async fn accept_loop(
-    server: Arc<Server>,
-    listener: tokio::net::TcpListener,
-    handoffs: Arc<Vec<Handoff>>,
-    rr: Arc<AtomicUsize>,
-) {
+async fn accept_loop(server: Arc<Server>, listener: tokio::net::TcpListener) {
     loop {
         let (stream, peer) = match listener.accept().await {
             Ok(x) => x,
@@ -586,8 +586,10 @@ async fn accept_loop(
         };
         server.connected.fetch_add(1, Relaxed);
         let id = server.next_client_id.fetch_add(1, Relaxed);
-        let i = rr.fetch_add(1, Relaxed) % handoffs.len();
-        if handoffs[i].send((std, id)).is_err() {
+        let b = &server.balance;
+        if b.send(b.pick(), crate::balance::Arrival::New(std, id))
+            .is_err()
+        {
             server.connected.fetch_sub(1, Relaxed);
         }
     }
@@ -609,8 +611,10 @@ fn disable_thp() {
 fn worker_main(
     server: Arc<Server>,
     stats: Arc<WorkerStats>,
-    mut rx: mpsc::UnboundedReceiver<(std::net::TcpStream, u64)>,
+    worker: usize,
+    mut rx: mpsc::UnboundedReceiver<crate::balance::Arrival>,
 ) {
+    server.balance.register_thread(worker);
     let rt = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -623,13 +627,16 @@ fn worker_main(
     };
     let local = tokio::task::LocalSet::new();
     local.block_on(&rt, async move {
-        while let Some((stream, id)) = rx.recv().await {
-            tokio::task::spawn_local(crate::conn::serve(
-                server.clone(),
-                stats.clone(),
-                stream,
-                id,
-            ));
+        while let Some(a) = rx.recv().await {
+            let (server, stats) = (server.clone(), stats.clone());
+            match a {
+                crate::balance::Arrival::New(stream, id) => {
+                    tokio::task::spawn_local(crate::conn::serve(server, stats, worker, stream, id))
+                }
+                crate::balance::Arrival::Moved(m) => {
+                    tokio::task::spawn_local(crate::conn::resume(server, stats, worker, m))
+                }
+            };
         }
     });
 }

@@ -17,6 +17,9 @@ Fixtures
                   -> a second, test-private ServerProcess (stopped after the test)
     cli           cli(*args, input=None, port=None, check=True) -> stdout of `redis-cli -p P ...`
                   (check=False: a non-zero exit status is not an error)
+    all_workers   Ember: every worker thread takes connections, in turn, for the test
+                  (DEBUG SPREAD; at light load Ember gathers connections on one worker), so
+                  tests of races between clients run them on different threads
 """
 
 from __future__ import annotations
@@ -65,6 +68,18 @@ def r(server):
         if not str(e).startswith("unknown command"):
             raise
     yield c
+    c.close()
+
+
+@pytest.fixture
+def all_workers(server):
+    if IS_REDIS:
+        yield
+        return
+    c = server.client()
+    c.execute_command("DEBUG", "SPREAD", c.info("server")["ember_threads"])
+    yield
+    c.execute_command("DEBUG", "SPREAD", 0)
     c.close()
 
 

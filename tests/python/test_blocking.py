@@ -14,6 +14,9 @@ import time
 import pytest
 import redis
 
+# Clients on different worker threads (Ember gathers them on one at light load).
+pytestmark = pytest.mark.usefixtures("all_workers")
+
 
 class Call:
     """Runs one command on its own connection in a thread."""

@@ -6,7 +6,12 @@ Each test is bounded to well under ~20 s against redis-server.
 import threading
 import time
 
+import pytest
+
 from helpers import encode
+
+# Clients on different worker threads (Ember gathers them on one at light load).
+pytestmark = pytest.mark.usefixtures("all_workers")
 
 
 def run_threads(n, target, timeout=120):

@@ -427,7 +427,8 @@ fn client_flags(server: &Server, c: &ClientInfo) -> String {
     f
 }
 
-/// One CLIENT LIST line, Redis 7.2 layout.
+/// One CLIENT LIST line, Redis 7.2 layout plus Redis 8's `io-thread` (here the worker
+/// serving the connection).
 fn describe(server: &Server, c: &ClientInfo) -> String {
     let last = c.last_cmd.load(Relaxed);
     let cmd = if last == 0 {
@@ -436,7 +437,7 @@ fn describe(server: &Server, c: &ClientInfo) -> String {
         server.registry.entry(last - 1).full_name.clone()
     };
     format!(
-        "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} qbuf={} qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd={} user=default redir=-1 resp={} lib-name={} lib-ver={}",
+        "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} qbuf={} qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd={} user=default redir=-1 resp={} lib-name={} lib-ver={} io-thread={}",
         c.id,
         c.addr,
         c.laddr,
@@ -455,6 +456,7 @@ fn describe(server: &Server, c: &ClientInfo) -> String {
         c.resp.load(Relaxed),
         String::from_utf8_lossy(&c.lib_name.lock()),
         String::from_utf8_lossy(&c.lib_ver.lock()),
+        c.worker.load(Relaxed),
     )
 }
 

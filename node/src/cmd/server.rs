@@ -581,6 +581,8 @@ pub fn info_text(server: &Server, now: u64, want: impl Fn(&str) -> bool) -> Stri
         );
         kv(&mut s, "io_threads_active", 0);
         kv(&mut s, "ember_threads", server.threads);
+        kv(&mut s, "ember_threads_active", server.balance.active());
+        kv(&mut s, "ember_connections_moved", server.balance.moved());
     }
 
     if want("clients") {
@@ -1533,6 +1535,9 @@ fn debug(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
                 "    default.",
                 "SLEEP <seconds>",
                 "    Stop the server for <seconds>. Decimals allowed.",
+                "SPREAD <workers>",
+                "    Ember: serve connections on <workers> worker threads from now on, moving",
+                "    connections as needed (0: as many as pay for the load, the default).",
             ],
         );
         Ok(())
@@ -1545,6 +1550,14 @@ fn debug(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
                 std::thread::sleep(d);
             }
         }
+        ctx.out.ok();
+        Ok(())
+    } else if args.len() == 3 && is(sub, "spread") {
+        let n = std::str::from_utf8(args.arg(2))
+            .ok()
+            .and_then(|s| s.parse::<usize>().ok())
+            .ok_or(CmdError::NotInteger)?;
+        ctx.server.balance.pin(n);
         ctx.out.ok();
         Ok(())
     } else if args.len() == 3 && is(sub, "set-active-expire") {

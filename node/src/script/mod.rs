@@ -712,6 +712,8 @@ pub fn busy_threshold(server: &Server) -> u64 {
 pub fn run(engine: &Engine, ctx: &mut Ctx<'_>, func: &Function, opts: RunOpts<'_>) -> CmdResult {
     let server = ctx.server.clone();
     let run = &server.scripting.run;
+    // New connections go to another worker meanwhile, so a SCRIPT KILL can get in.
+    let _stall = server.balance.stall_here();
     run.kill.store(false, Relaxed);
     run.wrote.store(false, Relaxed);
     run.running.store(opts.kind, Relaxed);
