@@ -344,6 +344,46 @@ struct Trial {
     ticks: u32,
 }
 
+/// When to try one direction again (in ticks), and the wait after the next failure.
+#[derive(Debug)]
+struct Backoff {
+    wait: u64,
+    next: u64,
+}
+
+impl Default for Backoff {
+    fn default() -> Self {
+        Backoff::now(0)
+    }
+}
+
+impl Backoff {
+    /// Tried at `now`, the shortest wait after.
+    fn now(now: u64) -> Self {
+        Backoff {
+            wait: MIN_WAIT,
+            next: now,
+        }
+    }
+
+    /// A trial this way paid: again soon.
+    fn paid(&mut self, now: u64) {
+        self.wait = MIN_WAIT;
+        self.next = now + MIN_WAIT;
+    }
+
+    /// A trial this way did not pay: wait, and twice as long after the next failure.
+    fn failed(&mut self, now: u64) {
+        self.next = now + self.wait;
+        self.wait = (self.wait * 2).min(MAX_WAIT);
+    }
+
+    /// A trial the other way paid: not before the current wait.
+    fn later(&mut self, now: u64) {
+        self.next = now + self.wait;
+    }
+}
+
 /// The decisions, apart from any clock or thread: fed one [`Sample`] a tick, answers the
 /// active count to set when it changes.
 #[derive(Debug)]
@@ -355,10 +395,8 @@ pub struct Controller {
     last: Option<f64>,
     prev: Option<f64>,
     idle: Option<f64>,
-    up_wait: u64,
-    next_up: u64,
-    down_wait: u64,
-    next_down: u64,
+    up: Backoff,
+    down: Backoff,
     /// The rate the waits were last set at: a load twice or half as fast is a new load,
     /// and trials start again without waiting.
     reference: f64,
@@ -375,10 +413,8 @@ impl Controller {
             last: None,
             prev: None,
             idle: None,
-            up_wait: MIN_WAIT,
-            next_up: 0,
-            down_wait: MIN_WAIT,
-            next_down: 0,
+            up: Backoff::default(),
+            down: Backoff::default(),
             reference: 0.0,
         }
     }
@@ -395,10 +431,8 @@ impl Controller {
     }
 
     fn restart(&mut self, rate: f64) {
-        self.up_wait = MIN_WAIT;
-        self.down_wait = MIN_WAIT;
-        self.next_up = self.now;
-        self.next_down = self.now;
+        self.up = Backoff::now(self.now);
+        self.down = Backoff::now(self.now);
         self.reference = rate;
     }
 
@@ -438,13 +472,13 @@ impl Controller {
         let busy = s.busy.unwrap_or(1.0);
         let more = self.active.saturating_mul(2).min(self.workers);
         let room = idle.is_none_or(|i| i >= IDLE_UP * (more - self.active) as f64);
-        if more > self.active && self.now >= self.next_up && busy >= BUSY_UP && room {
+        if more > self.active && self.now >= self.up.next && busy >= BUSY_UP && room {
             return self.start(more, base);
         }
         let fewer = self.active / 2;
         // Fewer workers are tried only when the CPU the load takes could fit in them.
         let fits = busy * self.active as f64 <= FIT_DOWN * fewer as f64;
-        if self.active > 1 && self.now >= self.next_down && fits {
+        if self.active > 1 && self.now >= self.down.next && fits {
             return self.start(fewer, base);
         }
         None
@@ -496,25 +530,17 @@ impl Controller {
             rate >= t.base * DOWN_KEEP
         };
         // Ask again soon in the direction that paid; back off in the one that did not.
-        match (up, kept) {
-            (true, true) => {
-                self.up_wait = MIN_WAIT;
-                self.next_up = self.now + MIN_WAIT;
-                self.next_down = self.now + self.down_wait;
-            }
-            (true, false) => {
-                self.next_up = self.now + self.up_wait;
-                self.up_wait = (self.up_wait * 2).min(MAX_WAIT);
-            }
-            (false, true) => {
-                self.down_wait = MIN_WAIT;
-                self.next_down = self.now + MIN_WAIT;
-                self.next_up = self.now + self.up_wait;
-            }
-            (false, false) => {
-                self.next_down = self.now + self.down_wait;
-                self.down_wait = (self.down_wait * 2).min(MAX_WAIT);
-            }
+        let now = self.now;
+        let (this, other) = if up {
+            (&mut self.up, &mut self.down)
+        } else {
+            (&mut self.down, &mut self.up)
+        };
+        if kept {
+            this.paid(now);
+            other.later(now);
+        } else {
+            this.failed(now);
         }
         self.reference = rate.max(t.base);
         self.last = Some(rate);

@@ -100,6 +100,7 @@ pub async fn resume(server: Arc<Server>, stats: Arc<WorkerStats>, worker: usize,
         Ok(s) => drive(conn, s).await,
         Err(e) => {
             debug!(client = conn.client.info.id, "connection lost moving: {e}");
+            server.balance.left(worker);
             conn.close();
         }
     }
