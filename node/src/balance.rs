@@ -439,11 +439,7 @@ impl Controller {
     /// One tick: the new active count, when it changes.
     pub fn tick(&mut self, s: Sample) -> Option<usize> {
         self.now += 1;
-        let rate = if s.secs > 0.0 {
-            s.ops as f64 / s.secs
-        } else {
-            0.0
-        };
+        let rate = per_sec(s.ops, s.secs);
         self.prev = self.last.replace(rate);
         // Two ticks of idle CPU (a tick is a few clock ticks of /proc/stat per CPU).
         let idle = match (s.idle, self.idle) {
@@ -518,11 +514,7 @@ impl Controller {
             self.trial = Some(*t);
             return None;
         }
-        let rate = if t.secs > 0.0 {
-            t.ops as f64 / t.secs
-        } else {
-            0.0
-        };
+        let rate = per_sec(t.ops, t.secs);
         let up = t.to > t.from;
         let kept = if up {
             rate >= t.base * UP_GAIN
@@ -550,6 +542,15 @@ impl Controller {
         } else {
             self.set(t.from)
         }
+    }
+}
+
+/// `ops` over `secs`, 0 for no time.
+fn per_sec(ops: u64, secs: f64) -> f64 {
+    if secs > 0.0 {
+        ops as f64 / secs
+    } else {
+        0.0
     }
 }
 
@@ -601,13 +602,13 @@ pub fn spawn(server: Arc<Server>) -> Result<(), String> {
                     _ => None,
                 };
                 idle = now_idle;
-                let r = ctl.tick(Sample {
+                let sample = Sample {
                     ops: done,
                     secs,
                     busy,
                     idle: idle_cpus,
-                });
-                if let Some(n) = r {
+                };
+                if let Some(n) = ctl.tick(sample) {
                     tracing::debug!(from = active, to = n, "active workers");
                     b.set_active(n);
                 }

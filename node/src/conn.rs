@@ -63,7 +63,7 @@ pub async fn serve(
     server.clients.add(info.clone());
     WorkerStats::add(&stats.connections, 1);
     let authenticated = !server.live.auth_required.load(Relaxed);
-    let conn = Conn {
+    let mut conn = Conn {
         client: Client::new(info, authenticated),
         out: ReplyWriter::new(Protocol::Resp2),
         parser: RequestParser::new(limits(&server)),
@@ -77,8 +77,7 @@ pub async fn serve(
         stats,
         worker,
     };
-    conn.client.info.worker.store(worker, Relaxed);
-    conn.server.balance.joined(worker);
+    conn.arrive();
     drive(conn, stream).await;
 }
 
@@ -90,17 +89,15 @@ pub struct Moving {
 }
 
 /// Goes on serving a connection another worker handed over.
-pub async fn resume(server: Arc<Server>, stats: Arc<WorkerStats>, worker: usize, m: Box<Moving>) {
+pub async fn resume(stats: Arc<WorkerStats>, worker: usize, m: Box<Moving>) {
     let Moving { mut conn, stream } = *m;
     conn.stats = stats;
     conn.worker = worker;
-    conn.client.info.worker.store(worker, Relaxed);
-    server.balance.joined(worker);
+    conn.arrive();
     match TcpStream::from_std(stream) {
         Ok(s) => drive(conn, s).await,
         Err(e) => {
             debug!(client = conn.client.info.id, "connection lost moving: {e}");
-            server.balance.left(worker);
             conn.close();
         }
     }
@@ -110,21 +107,22 @@ pub async fn resume(server: Arc<Server>, stats: Arc<WorkerStats>, worker: usize,
 async fn drive(mut conn: Conn, stream: TcpStream) {
     match conn.run(stream).await {
         Ok(Ended::Moved(stream, to)) => {
-            let server = conn.server.clone();
-            server.balance.left(conn.worker);
+            let (server, from) = (conn.server.clone(), conn.worker);
             let m = Box::new(Moving { conn, stream });
-            if let Err(crate::balance::Arrival::Moved(m)) =
-                server.balance.send(to, crate::balance::Arrival::Moved(m))
-            {
-                let mut conn = m.conn;
-                conn.close();
+            match server.balance.send(to, crate::balance::Arrival::Moved(m)) {
+                Ok(()) => server.balance.left(from),
+                // The other worker is gone (shutting down): the connection ends here.
+                Err(a) => {
+                    if let crate::balance::Arrival::Moved(mut m) = a {
+                        m.conn.close();
+                    }
+                }
             }
             return;
         }
         Ok(Ended::Closed) => {}
         Err(e) => debug!(client = conn.client.info.id, "connection closed: {e}"),
     }
-    conn.server.balance.left(conn.worker);
     conn.close();
 }
 
@@ -204,10 +202,17 @@ impl LastCommand {
 }
 
 impl Conn {
-    /// The cleanup of a connection that is done.
+    /// Starts being served by `self.worker`: counted there, shown by CLIENT LIST.
+    fn arrive(&mut self) {
+        self.client.info.worker.store(self.worker, Relaxed);
+        self.server.balance.joined(self.worker);
+    }
+
+    /// The cleanup of a connection that is done (and no longer served by its worker).
     fn close(&mut self) {
         let server = &self.server;
         let id = self.client.info.id;
+        server.balance.left(self.worker);
         crate::cmd::pubsub::unsubscribe_all(server, &mut self.client);
         server.tracking.remove_client(id);
         let watched = std::mem::take(&mut self.client.watched);

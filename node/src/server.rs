@@ -628,13 +628,12 @@ fn worker_main(
     let local = tokio::task::LocalSet::new();
     local.block_on(&rt, async move {
         while let Some(a) = rx.recv().await {
-            let (server, stats) = (server.clone(), stats.clone());
             match a {
-                crate::balance::Arrival::New(stream, id) => {
-                    tokio::task::spawn_local(crate::conn::serve(server, stats, worker, stream, id))
-                }
+                crate::balance::Arrival::New(stream, id) => tokio::task::spawn_local(
+                    crate::conn::serve(server.clone(), stats.clone(), worker, stream, id),
+                ),
                 crate::balance::Arrival::Moved(m) => {
-                    tokio::task::spawn_local(crate::conn::resume(server, stats, worker, m))
+                    tokio::task::spawn_local(crate::conn::resume(stats.clone(), worker, m))
                 }
             };
         }
