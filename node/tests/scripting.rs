@@ -203,9 +203,11 @@ fn long_script_holds_writers_on_every_worker() {
 /// SHUTDOWN NOSAVE is allowed while a script is busy and stops the server. It comes on a
 /// connection opened while the script runs, as redis-cli's would: at light load every
 /// connection shares one worker, and those beside the script wait for it (README), but a
-/// new one goes to another worker.
+/// new one goes to another worker. Raw sockets with a read timeout: a connection opened
+/// before the script started may share its worker and never answer.
 #[test]
 fn shutdown_nosave_stops_a_busy_script() {
+    use std::io::{Read, Write};
     use std::time::{Duration, Instant};
 
     let mut e = Ember::start(&["--threads", "2", "--busy-reply-threshold", "100"]);
@@ -218,21 +220,31 @@ fn shutdown_nosave_stops_a_busy_script() {
     });
     let deadline = Instant::now() + Duration::from_secs(30);
     let mut other = loop {
-        // One opened before the script started may share its worker: it times out.
-        let mut c = e.conn();
+        let mut c = e.raw();
         c.set_read_timeout(Some(Duration::from_millis(500)))
             .unwrap();
-        match redis::cmd("PING").query::<Value>(&mut c) {
-            Err(e) if e.to_string().contains("BUSY") => break c,
-            _ => {}
+        c.write_all(b"*1\r\n$4\r\nPING\r\n").unwrap();
+        let mut buf = [0u8; 256];
+        if matches!(c.read(&mut buf), Ok(n) if buf[..n].starts_with(b"-BUSY")) {
+            break c;
         }
         assert!(Instant::now() < deadline, "never saw -BUSY");
         thread::sleep(Duration::from_millis(20));
     };
-    let r = redis::cmd("SHUTDOWN")
-        .arg("NOSAVE")
-        .query::<Value>(&mut other);
-    assert!(r.is_err(), "SHUTDOWN answered {r:?}");
+    other
+        .write_all(b"*2\r\n$8\r\nSHUTDOWN\r\n$6\r\nNOSAVE\r\n")
+        .unwrap();
+    // The server closes the connection without a reply.
+    let mut buf = [0u8; 256];
+    other
+        .set_read_timeout(Some(Duration::from_secs(20)))
+        .unwrap();
+    let r = other.read(&mut buf);
+    assert!(
+        !matches!(r, Ok(n) if n > 0),
+        "SHUTDOWN answered {:?}",
+        String::from_utf8_lossy(&buf[..*r.as_ref().unwrap_or(&0)])
+    );
     assert!(
         e.wait_exit(Duration::from_secs(20)).is_some(),
         "ember still running after SHUTDOWN NOSAVE"
