@@ -91,6 +91,13 @@ pub struct Stall<'a> {
     worker: usize,
 }
 
+impl Stall<'_> {
+    /// The worker running the script (`None` on a thread that is not a worker).
+    pub fn worker(&self) -> Option<usize> {
+        (self.worker != NONE).then_some(self.worker)
+    }
+}
+
 impl Drop for Stall<'_> {
     fn drop(&mut self) {
         if self.worker != NONE {

@@ -52,6 +52,13 @@ pub struct ClientInfo {
     pub sub_counts: [AtomicUsize; 3],
     /// The worker serving the connection now (CLIENT LIST `io-thread=`).
     pub worker: AtomicUsize,
+    /// Set while the connection waits for input with nothing buffered and may be answered
+    /// by its worker's busy script ([`crate::busy`]).
+    pub rest: AtomicBool,
+    /// Replies [`crate::busy`] could not write at once; they go out first.
+    pub busy_out: Mutex<Vec<u8>>,
+    /// `busy_out` holds bytes.
+    pub busy_pending: AtomicBool,
 }
 
 impl ClientInfo {
@@ -77,6 +84,9 @@ impl ClientInfo {
             multi_len: std::sync::atomic::AtomicI64::new(-1),
             sub_counts: Default::default(),
             worker: AtomicUsize::new(0),
+            rest: AtomicBool::new(false),
+            busy_out: Mutex::new(Vec::new()),
+            busy_pending: AtomicBool::new(false),
         }
     }
 

@@ -239,6 +239,15 @@ impl Conn {
             let timeout = self.server.live.timeout_secs.load(Relaxed);
             let info = self.client.info.clone();
             let subscribed = self.client.sub_rx.is_some();
+            // At rest: a busy script on this worker may answer what arrives ([`crate::busy`]).
+            let _rest = Rest::new(
+                &info,
+                self.rbuf.is_empty()
+                    && !subscribed
+                    && self.client.authenticated
+                    && self.client.multi.is_none()
+                    && matches!(self.client.reply_mode, ReplyMode::On),
+            );
             let n = tokio::select! {
                 r = stream.read_buf(&mut self.rbuf) => r?,
                 _ = info.kill_notify.notified() => return Ok(Ended::Closed),
@@ -250,8 +259,15 @@ impl Conn {
                     continue;
                 }
             };
+            drop(_rest);
             if n == 0 || info.killed.load(Relaxed) {
                 return Ok(Ended::Closed);
+            }
+            if info.busy_pending.load(Relaxed) {
+                // Replies a busy script's hook answered but could not write go first.
+                info.busy_pending.store(false, Relaxed);
+                let held = std::mem::take(&mut *info.busy_out.lock());
+                self.out.buffer_mut().extend_from_slice(&held);
             }
             WorkerStats::add(&self.stats.net_input, n as u64);
             info.touch();
@@ -268,6 +284,7 @@ impl Conn {
                 // burst wakes it once. With no other task ready this returns at once.
                 // Measured: 1 thread, INCR P30 50 clients, 1.22M -> 1.78M/s and 31% less
                 // CPU per command (benches/results/2026-12-05-perf.md).
+                let _held = crate::busy::Holding::new();
                 tokio::task::yield_now().await;
             }
             self.flush(&mut stream).await?;
@@ -398,6 +415,17 @@ impl Conn {
                             Step::Run(idx, mark)
                                 if server.cluster.get().is_none() && !server.pause.active() =>
                             {
+                                let mut reuse = reuse;
+                                if crate::busy::others_hold()
+                                    && server.registry.entry(idx).spec.has(flags::EXCLUSIVE)
+                                {
+                                    // A script may run long: the replies other connections
+                                    // of this worker hold go out first (crate::busy).
+                                    parked.release();
+                                    gate = None;
+                                    reuse = None;
+                                    crate::busy::settle().await;
+                                }
                                 run_now(
                                     server,
                                     &stats,
@@ -471,6 +499,33 @@ impl Conn {
             self.rbuf.drain(..start);
         }
         Ok(close)
+    }
+}
+
+/// A connection's [`ClientInfo::rest`] flag, set while it waits for input (when it may be
+/// answered by a busy script's hook) and cleared when dropped: before the connection does
+/// anything else, closes its socket included.
+struct Rest<'a>(Option<&'a ClientInfo>);
+
+impl<'a> Rest<'a> {
+    #[inline]
+    fn new(info: &'a ClientInfo, at_rest: bool) -> Self {
+        if at_rest {
+            // Release: a hook that sees the flag sees the connection's current worker.
+            info.rest.store(true, std::sync::atomic::Ordering::Release);
+            Rest(Some(info))
+        } else {
+            Rest(None)
+        }
+    }
+}
+
+impl Drop for Rest<'_> {
+    #[inline]
+    fn drop(&mut self) {
+        if let Some(info) = self.0 {
+            info.rest.store(false, Relaxed);
+        }
     }
 }
 

@@ -9,6 +9,7 @@
 //!   arity, COMMAND, key positions and statistics.
 //! - [`cmd`]: command families, one file each, each exporting its `COMMANDS` table.
 //! - [`blocking`]: clients blocked on keys (BLPOP ...), served by the writer's thread.
+//! - [`busy`]: `-BUSY` (and SCRIPT KILL) for the connections beside a busy script.
 //! - [`pubsub`]: channels, patterns, mailboxes and output-buffer limits.
 //! - [`notify`]: keyspace notifications (notify-keyspace-events) published through pub/sub.
 //! - [`tracking`]: client-side caching invalidations (CLIENT TRACKING).
@@ -23,6 +24,7 @@
 pub mod aof;
 pub mod balance;
 pub mod blocking;
+pub mod busy;
 pub mod client;
 pub mod cluster;
 pub mod cmd;

@@ -82,6 +82,19 @@ pub const BUSY_SCRIPT: u8 = 1;
 /// [`Server::busy`]: a function (FCALL) is past its busy threshold.
 pub const BUSY_FUNCTION: u8 = 2;
 
+/// The `-BUSY` error a command gets while a script ([`BUSY_SCRIPT`]) or function runs past
+/// `busy-reply-threshold`.
+pub fn busy_error(kind: u8) -> CmdError {
+    let what = if kind == BUSY_FUNCTION {
+        "FUNCTION"
+    } else {
+        "SCRIPT"
+    };
+    CmdError::raw(format!(
+        "BUSY Redis is busy running a script. You can only call {what} KILL or SHUTDOWN NOSAVE."
+    ))
+}
+
 /// CLIENT PAUSE state.
 #[derive(Default)]
 pub struct Pause {
@@ -313,14 +326,10 @@ impl Server {
             if let Some(g) = gate.try_lock_for(Duration::from_millis(2)) {
                 return Ok(g);
             }
-            let what = match self.busy.load(Relaxed) {
+            match self.busy.load(Relaxed) {
                 0 => continue,
-                BUSY_FUNCTION => "FUNCTION",
-                _ => "SCRIPT",
-            };
-            return Err(CmdError::raw(format!(
-                "BUSY Redis is busy running a script. You can only call {what} KILL or SHUTDOWN NOSAVE."
-            )));
+                kind => return Err(busy_error(kind)),
+            }
         }
     }
 

@@ -124,10 +124,9 @@ fn scripts_are_atomic_for_other_threads() {
 
 /// With all 4 workers in use (DEBUG SPREAD 4) connections go to them in turn, so the 4
 /// connections opened right after the script's own land on every worker, one of them beside
-/// the script. Every
-/// writer is held while the script runs: the three on other workers get `-BUSY` (and their
-/// write is not done), the one beside the script waits; after SCRIPT KILL all writes go
-/// through.
+/// the script. Every writer is held while the script runs: each gets `-BUSY` (those on other
+/// workers from their own loop, the one beside the script from the script's hook) and its
+/// write is not done; after SCRIPT KILL all writes go through.
 #[test]
 fn long_script_holds_writers_on_every_worker() {
     use std::sync::mpsc;
@@ -182,15 +181,13 @@ fn long_script_holds_writers_on_every_worker() {
         .collect();
     drop(tx);
     let mut busy = std::collections::HashSet::new();
-    while busy.len() < 3 {
+    while busy.len() < 4 {
         let (what, i) = rx
             .recv_timeout(Duration::from_secs(30))
-            .expect("writers on the other workers get -BUSY");
+            .expect("every writer gets -BUSY");
         assert_eq!(what, "busy");
         busy.insert(i);
     }
-    // The writer beside the script is still waiting.
-    assert!(rx.recv_timeout(Duration::from_millis(300)).is_err());
     killed.store(true, Ordering::SeqCst);
     ok(&mut killer, &["SCRIPT", "KILL"]);
     assert!(runner.join().unwrap().contains("Script killed"));
@@ -200,18 +197,25 @@ fn long_script_holds_writers_on_every_worker() {
     assert_eq!(rx.iter().filter(|(what, _)| *what == "ok").count(), 4);
 }
 
-/// SHUTDOWN NOSAVE is allowed while a script is busy and stops the server. It comes on a
-/// connection opened while the script runs, as redis-cli's would: at light load every
-/// connection shares one worker, and those beside the script wait for it (README), but a
-/// new one goes to another worker. Raw sockets with a read timeout: a connection opened
-/// before the script started may share its worker and never answer.
+/// SHUTDOWN NOSAVE is allowed while a script is busy and stops the server, also from a
+/// connection beside the script (DEBUG SPREAD 1: one worker serves both), which the script's
+/// hook answers. Raw sockets with a read timeout, so a missing answer fails instead of
+/// hanging.
 #[test]
 fn shutdown_nosave_stops_a_busy_script() {
     use std::io::{Read, Write};
     use std::time::{Duration, Instant};
 
     let mut e = Ember::start(&["--threads", "2", "--busy-reply-threshold", "100"]);
+    ok(&mut e.conn(), &["DEBUG", "SPREAD", "1"]);
     let mut script = e.conn();
+    let mut other = e.raw();
+    other
+        .set_read_timeout(Some(Duration::from_millis(500)))
+        .unwrap();
+    let mut buf = [0u8; 256];
+    other.write_all(b"*1\r\n$4\r\nPING\r\n").unwrap();
+    assert!(matches!(other.read(&mut buf), Ok(n) if buf[..n].starts_with(b"+PONG")));
     let _runner = thread::spawn(move || {
         let _ = redis::cmd("EVAL")
             .arg("while true do end")
@@ -219,18 +223,16 @@ fn shutdown_nosave_stops_a_busy_script() {
             .query::<Value>(&mut script);
     });
     let deadline = Instant::now() + Duration::from_secs(30);
-    let mut other = loop {
-        let mut c = e.raw();
-        c.set_read_timeout(Some(Duration::from_millis(500)))
-            .unwrap();
-        c.write_all(b"*1\r\n$4\r\nPING\r\n").unwrap();
-        let mut buf = [0u8; 256];
-        if matches!(c.read(&mut buf), Ok(n) if buf[..n].starts_with(b"-BUSY")) {
-            break c;
+    loop {
+        other.write_all(b"*1\r\n$4\r\nPING\r\n").unwrap();
+        match other.read(&mut buf) {
+            Ok(n) if buf[..n].starts_with(b"-BUSY") => break,
+            Ok(n) => assert!(buf[..n].starts_with(b"+PONG"), "{:?}", &buf[..n]),
+            Err(e) => panic!("no answer beside the busy script: {e}"),
         }
         assert!(Instant::now() < deadline, "never saw -BUSY");
         thread::sleep(Duration::from_millis(20));
-    };
+    }
     other
         .write_all(b"*2\r\n$8\r\nSHUTDOWN\r\n$6\r\nNOSAVE\r\n")
         .unwrap();

@@ -416,6 +416,87 @@ def test_busy_script_and_script_kill(server, r, script):
         _restore_threshold(server)
 
 
+@pytest.fixture
+def one_worker(server):
+    """Every connection on one Ember worker (at light load they gather there anyway)."""
+    if IS_REDIS:
+        yield
+        return
+    c = server.client()
+    c.execute_command("DEBUG", "SPREAD", 1)
+    yield
+    c.execute_command("DEBUG", "SPREAD", 0)
+    c.close()
+
+
+def _io_thread(c):
+    return next(f for f in c.execute_command("CLIENT", "INFO").decode().split()
+                if f.startswith("io-thread="))
+
+
+@pytest.mark.parametrize("kind", ["script", "function"])
+def test_busy_script_answers_clients_beside_it(server, r, one_worker, kind):
+    # Clients connected before the script, on the worker that runs it: their commands get
+    # -BUSY (in order, a partial command left for later), SCRIPT/FUNCTION KILL from one of
+    # them stops the script, and afterwards they go on as before.
+    threshold = _busy_threshold_ms(server)
+    if kind == "function":
+        r.function_load("#!lua name=busylib\n"
+                        "redis.register_function('spin', function() " + LONG + " end)",
+                        replace=True)
+    r.delete("k")
+    c1 = server.client(socket_timeout=60)
+    c2 = server.client(socket_timeout=10)
+    raw = RawConn(server.port)
+    assert c1.ping() and c2.ping() and raw.cmd("PING") == "PONG"
+    if not IS_REDIS:
+        assert _io_thread(c1) == _io_thread(c2) == _io_thread(raw_client := server.client())
+        raw_client.close()
+    out = {}
+
+    def run():
+        try:
+            if kind == "script":
+                c1.eval(LONG, 0)
+            else:
+                c1.fcall("spin", 0)
+        except redis.ResponseError as e:
+            out["err"] = str(e)
+
+    th = threading.Thread(target=run)
+    th.start()
+    try:
+        time.sleep(threshold / 1000 + 0.3)
+        what = "SCRIPT" if kind == "script" else "FUNCTION"
+        with pytest.raises(redis.exceptions.ResponseError, match="BUSY") as e:
+            c2.set("x", 1)
+        assert f"{what} KILL" in str(e.value)
+        # A pipeline: PING, an unknown command, then half a GET.
+        raw.send(b"*1\r\n$4\r\nPING\r\nNOSUCHCMD\r\n*2\r\n$3\r\nGET\r\n$1\r\nk")
+        busy = raw.read_reply()
+        assert isinstance(busy, RespError) and busy.message.startswith("BUSY")
+        unknown = raw.read_reply()
+        assert isinstance(unknown, RespError) and "unknown command" in unknown.message
+        assert th.is_alive()
+        kill = c2.script_kill if kind == "script" else c2.function_kill
+        assert kill() in (True, b"OK")
+        th.join(timeout=20)
+        assert not th.is_alive()
+        assert "killed by user" in out["err"]
+        raw.send(b"\r\n")
+        assert raw.read_reply() is None
+        assert c2.set("x", 2) is True and c1.get("x") == b"2"
+        assert raw.cmd("PING") == "PONG"
+    finally:
+        th.join(timeout=20)
+        _restore_threshold(server)
+        for c in (c1, c2):
+            c.close()
+        raw.close()
+        if kind == "function":
+            r.function_delete("busylib")
+
+
 def test_unkillable_after_write(server, r):
     threshold = _busy_threshold_ms(server)
     if threshold > 1000:

@@ -16,7 +16,7 @@ use crate::ctx::Ctx;
 use crate::error::{CmdError, CmdResult};
 use crate::registry::{flags::*, CommandSpec, Group};
 use crate::script::{self, Engine, RunOpts, Script, FLAG_NAMES, FLAG_NO_WRITES};
-use crate::server::{BUSY_FUNCTION, BUSY_SCRIPT};
+use crate::server::{Server, BUSY_FUNCTION, BUSY_SCRIPT};
 
 const S: Group = Group::Scripting;
 
@@ -315,7 +315,15 @@ fn script_flush(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
 }
 
 fn kill_generic(ctx: &mut Ctx<'_>, is_eval: bool) -> CmdResult {
-    let run = &ctx.server.scripting.run;
+    kill(ctx.server, is_eval)?;
+    ctx.out.ok();
+    Ok(())
+}
+
+/// SCRIPT KILL (`is_eval`) or FUNCTION KILL: asks the running script to stop (its hook
+/// raises the error). Also run by [`crate::busy`] for a client beside the script.
+pub fn kill(server: &Server, is_eval: bool) -> CmdResult {
+    let run = &server.scripting.run;
     let running = run.running.load(Relaxed);
     let mine = if is_eval { BUSY_SCRIPT } else { BUSY_FUNCTION };
     if running == 0 {
@@ -334,7 +342,6 @@ fn kill_generic(ctx: &mut Ctx<'_>, is_eval: bool) -> CmdResult {
         ));
     }
     run.kill.store(true, Relaxed);
-    ctx.out.ok();
     Ok(())
 }
 

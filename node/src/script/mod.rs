@@ -36,6 +36,8 @@ pub const DEFAULT_BUSY_MS: u64 = 5000;
 
 /// Instructions between two runs of the timeout hook.
 const HOOK_EVERY: u32 = 10_000;
+/// How often a busy script's hook answers the clients beside it ([`crate::busy`]).
+const ANSWER_EVERY: Duration = Duration::from_millis(1);
 
 /// Shebang flag `no-writes`.
 pub const FLAG_NO_WRITES: u32 = 1;
@@ -713,7 +715,7 @@ pub fn run(engine: &Engine, ctx: &mut Ctx<'_>, func: &Function, opts: RunOpts<'_
     let server = ctx.server.clone();
     let run = &server.scripting.run;
     // New connections go to another worker meanwhile, so a SCRIPT KILL can get in.
-    let _stall = server.balance.stall_here();
+    let stall = server.balance.stall_here();
     run.kill.store(false, Relaxed);
     run.wrote.store(false, Relaxed);
     run.running.store(opts.kind, Relaxed);
@@ -744,12 +746,23 @@ pub fn run(engine: &Engine, ctx: &mut Ctx<'_>, func: &Function, opts: RunOpts<'_
         let hook_server = server.clone();
         let killed = engine.killed.clone();
         let kind = opts.kind;
+        let here = stall.worker();
+        let next_answer = std::cell::Cell::new(start);
         lua.set_hook(
             HookTriggers::new().every_nth_instruction(HOOK_EVERY),
             move |_, _| {
                 let s = &hook_server;
-                if s.busy.load(Relaxed) == 0 && start.elapsed() >= threshold {
-                    s.busy.store(kind, Relaxed);
+                if s.busy.load(Relaxed) == 0 {
+                    if start.elapsed() >= threshold {
+                        s.busy.store(kind, Relaxed);
+                    }
+                } else if let Some(w) = here {
+                    // Busy: the clients this worker serves get their answers from here.
+                    let now = Instant::now();
+                    if now >= next_answer.get() {
+                        next_answer.set(now + ANSWER_EVERY);
+                        crate::busy::answer(s, w, kind);
+                    }
                 }
                 if s.scripting.run.kill.load(Relaxed) {
                     killed.store(true, Relaxed);

@@ -1,0 +1,227 @@
+//! Clients beside a busy script. A script (or function) runs on its connection's worker
+//! thread, so the other connections that worker serves cannot run their loop until it
+//! ends. Past `busy-reply-threshold` the script's hook calls [`answer`] every few
+//! milliseconds instead, as Redis's `processEventsWhileBlocked` does: for each connection
+//! of this worker at rest (nothing buffered, every reply written, waiting for input), it
+//! peeks at the socket and answers the complete commands there, in order:
+//!
+//! - `-BUSY ... You can only call SCRIPT KILL or SHUTDOWN NOSAVE.` for a command that may
+//!   not run meanwhile (Redis's earlier errors first: unknown command, wrong arity);
+//! - SCRIPT KILL and FUNCTION KILL run; SHUTDOWN NOSAVE shuts down.
+//!
+//! Only the answered commands' bytes are taken from the socket. The first command it does
+//! not answer this way (MULTI, AUTH, ... the other `allow-busy` ones), an incomplete one,
+//! and all after them wait for the connection's own loop, after the script. So do
+//! connections in MULTI, not authenticated, with CLIENT REPLY OFF/SKIP or subscribed.
+//! Connections on the other workers get `-BUSY` from their own loop (their gate is held).
+//!
+//! A connection that ran its commands yields before it writes the replies (so a worker's
+//! replies leave in a burst): one caught there when a script starts would hold its replies
+//! until the script ends. So a script (any EXCLUSIVE command) first lets the connections of
+//! its worker that hold replies write them ([`settle`]).
+
+use std::cell::Cell;
+use std::sync::atomic::Ordering::{Acquire, Relaxed};
+use std::sync::Arc;
+
+use resp::{Args, Limits, Protocol, ReplyWriter, RequestKind, RequestParser};
+
+use crate::client::ClientInfo;
+use crate::error::CmdError;
+use crate::registry::flags;
+use crate::server::Server;
+
+/// Most bytes of a connection's input looked at in one pass.
+const PEEK: usize = 16 * 1024;
+
+/// Most turns [`settle`] gives the other connections.
+const SETTLE_ROUNDS: usize = 4;
+
+thread_local! {
+    /// Connections of this worker holding replies they have not written ([`Holding`]).
+    static HELD: Cell<usize> = const { Cell::new(0) };
+}
+
+/// Counts a connection of this worker as holding unwritten replies while it lives.
+pub struct Holding(());
+
+impl Holding {
+    /// Starts holding (the connection is about to yield before it writes).
+    #[inline]
+    pub fn new() -> Self {
+        HELD.with(|h| h.set(h.get() + 1));
+        Holding(())
+    }
+}
+
+impl Default for Holding {
+    fn default() -> Self {
+        Holding::new()
+    }
+}
+
+impl Drop for Holding {
+    #[inline]
+    fn drop(&mut self) {
+        HELD.with(|h| h.set(h.get().saturating_sub(1)));
+    }
+}
+
+/// True when another connection of this worker holds unwritten replies.
+#[inline]
+pub fn others_hold() -> bool {
+    HELD.with(|h| h.get()) > 0
+}
+
+/// Gives the connections of this worker that hold replies turns to write them (a few at
+/// most: one that keeps getting input keeps yielding).
+pub async fn settle() {
+    for _ in 0..SETTLE_ROUNDS {
+        if !others_hold() {
+            return;
+        }
+        tokio::task::yield_now().await;
+    }
+}
+
+/// Answers what the at-rest connections of `worker` sent while a script of `kind`
+/// ([`crate::server::BUSY_SCRIPT`] or [`crate::server::BUSY_FUNCTION`]) runs on it: called
+/// from the script's hook, on that worker's thread, so none of those connections runs.
+pub fn answer(server: &Server, worker: usize, kind: u8) {
+    for info in server.clients.all() {
+        // `rest` is stored (Release) after `worker`: seen set, the worker is current.
+        if info.rest.load(Acquire)
+            && info.worker.load(Relaxed) == worker
+            && !info.killed.load(Relaxed)
+        {
+            answer_one(server, &info, kind);
+        }
+    }
+}
+
+/// What the hook does with one complete command.
+enum Action {
+    /// Reply this and go on with the next command.
+    Reply(Result<(), CmdError>),
+    /// SHUTDOWN NOSAVE: no reply; the server shuts down.
+    Shutdown,
+    /// Leave it (and everything after it) to the connection's loop.
+    Leave,
+}
+
+fn answer_one(server: &Server, info: &Arc<ClientInfo>, kind: u8) {
+    let mut buf = vec![0u8; PEEK];
+    let Some(n) = recv(info.fd, &mut buf, libc::MSG_PEEK) else {
+        return;
+    };
+    let mut parser = RequestParser::new(Limits::default());
+    let mut spans = Vec::new();
+    let mut out = ReplyWriter::new(Protocol::Resp2);
+    let mut taken = 0;
+    let mut shutdown = false;
+    while taken < n && !shutdown {
+        let Ok(Some((consumed, how))) = parser.parse(&buf[taken..n], &mut spans) else {
+            break;
+        };
+        if !spans.is_empty() {
+            let data = match how {
+                RequestKind::Inline => parser.inline_buf(),
+                RequestKind::Multibulk => &buf[taken..n],
+            };
+            match decide(server, Args::new(data, &spans), kind) {
+                Action::Reply(Ok(())) => out.ok(),
+                Action::Reply(Err(e)) => out.error(&e.to_string()),
+                Action::Shutdown => shutdown = true,
+                Action::Leave => break,
+            }
+        }
+        taken += consumed;
+    }
+    if taken == 0 {
+        return;
+    }
+    // The bytes answered leave the socket (they are there: the peek saw them).
+    let mut left = taken;
+    while left > 0 {
+        match recv(info.fd, &mut buf[..left], 0) {
+            Some(k) if k > 0 => left -= k,
+            _ => break,
+        }
+    }
+    info.touch();
+    if shutdown {
+        server.snapshots.saved_for_shutdown.store(true, Relaxed);
+        server.request_shutdown();
+    }
+    let reply = out.buffer();
+    let sent = send(info.fd, reply);
+    if sent < reply.len() {
+        // The client does not read: the rest goes out first when its loop runs again, and
+        // until then it is not answered here.
+        info.rest.store(false, Relaxed);
+        info.busy_out.lock().extend_from_slice(&reply[sent..]);
+        info.busy_pending.store(true, Relaxed);
+    }
+}
+
+/// How the hook handles `args` while a script of `kind` is busy.
+fn decide(server: &Server, args: Args<'_>, kind: u8) -> Action {
+    let reg = &server.registry;
+    let idx = match crate::conn::resolve(server, args) {
+        Ok(i) => i,
+        Err(e) => return Action::Reply(Err(e)),
+    };
+    let entry = reg.entry(idx);
+    if !entry.spec.arity_ok(args.len()) {
+        return Action::Reply(Err(CmdError::Arity(entry.full_name.clone())));
+    }
+    if !entry.spec.has(flags::ALLOW_BUSY) {
+        return Action::Reply(Err(crate::server::busy_error(kind)));
+    }
+    let has = |w: &str| {
+        args.iter()
+            .skip(1)
+            .any(|a| a.eq_ignore_ascii_case(w.as_bytes()))
+    };
+    match entry.full_name.as_str() {
+        "script|kill" => Action::Reply(crate::cmd::scripting::kill(server, true)),
+        "function|kill" => Action::Reply(crate::cmd::scripting::kill(server, false)),
+        // Redis: only SHUTDOWN NOSAVE while a script is busy; other forms get -BUSY.
+        "shutdown" if !has("nosave") => Action::Reply(Err(crate::server::busy_error(kind))),
+        "shutdown" if !has("save") && !has("abort") => Action::Shutdown,
+        _ => Action::Leave,
+    }
+}
+
+/// `recv(2)` without waiting: the bytes read, or `None` on end of input, error or nothing.
+fn recv(fd: i32, buf: &mut [u8], flags: i32) -> Option<usize> {
+    // SAFETY: `buf` is valid for writes of `buf.len()` bytes for the duration of the call;
+    // `fd` is the connection's socket, open while its `rest` flag is set (the connection's
+    // task, on this thread, clears it before it closes the socket).
+    let n = unsafe {
+        libc::recv(
+            fd,
+            buf.as_mut_ptr().cast(),
+            buf.len(),
+            flags | libc::MSG_DONTWAIT,
+        )
+    };
+    usize::try_from(n).ok().filter(|&n| n > 0)
+}
+
+/// `send(2)` without waiting: the bytes sent (0 on error or a full socket buffer).
+fn send(fd: i32, buf: &[u8]) -> usize {
+    if buf.is_empty() {
+        return 0;
+    }
+    // SAFETY: `buf` is valid for reads of `buf.len()` bytes; `fd` as in [`recv`].
+    let n = unsafe {
+        libc::send(
+            fd,
+            buf.as_ptr().cast(),
+            buf.len(),
+            libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL,
+        )
+    };
+    usize::try_from(n).unwrap_or(0)
+}
