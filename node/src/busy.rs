@@ -30,6 +30,7 @@ use crate::client::ClientInfo;
 use crate::error::CmdError;
 use crate::registry::flags;
 use crate::server::Server;
+use crate::stats::WorkerStats;
 
 /// Most bytes of a connection's input looked at in one pass.
 const PEEK: usize = 16 * 1024;
@@ -88,13 +89,16 @@ pub async fn settle() {
 /// ([`crate::server::BUSY_SCRIPT`] or [`crate::server::BUSY_FUNCTION`]) runs on it: called
 /// from the script's hook, on that worker's thread, so none of those connections runs.
 pub fn answer(server: &Server, worker: usize, kind: u8) {
+    let Some(stats) = server.workers.get(worker) else {
+        return;
+    };
     for info in server.clients.all() {
         // `rest` is stored (Release) after `worker`: seen set, the worker is current.
         if info.rest.load(Acquire)
             && info.worker.load(Relaxed) == worker
             && !info.killed.load(Relaxed)
         {
-            answer_one(server, &info, kind);
+            answer_one(server, stats, &info, kind);
         }
     }
 }
@@ -109,7 +113,7 @@ enum Action {
     Leave,
 }
 
-fn answer_one(server: &Server, info: &Arc<ClientInfo>, kind: u8) {
+fn answer_one(server: &Server, stats: &WorkerStats, info: &Arc<ClientInfo>, kind: u8) {
     let mut buf = vec![0u8; PEEK];
     let Some(n) = recv(info.fd, &mut buf, libc::MSG_PEEK) else {
         return;
@@ -130,7 +134,10 @@ fn answer_one(server: &Server, info: &Arc<ClientInfo>, kind: u8) {
             };
             match decide(server, Args::new(data, &spans), kind) {
                 Action::Reply(Ok(())) => out.ok(),
-                Action::Reply(Err(e)) => out.error(&e.to_string()),
+                Action::Reply(Err(e)) => {
+                    out.error(&e.to_string());
+                    WorkerStats::add(&stats.error_replies, 1);
+                }
                 Action::Shutdown => shutdown = true,
                 Action::Leave => break,
             }

@@ -452,6 +452,7 @@ def test_busy_script_answers_clients_beside_it(server, r, one_worker, kind):
     if not IS_REDIS:
         assert _io_thread(c1) == _io_thread(c2) == _io_thread(raw_client := server.client())
         raw_client.close()
+    errors = r.info("stats")["total_error_replies"]
     out = {}
 
     def run():
@@ -485,6 +486,8 @@ def test_busy_script_answers_clients_beside_it(server, r, one_worker, kind):
         assert "killed by user" in out["err"]
         raw.send(b"\r\n")
         assert raw.read_reply() is None
+        # Error replies: the two -BUSY, the unknown command and the killed script's.
+        assert r.info("stats")["total_error_replies"] >= errors + 4
         assert c2.set("x", 2) is True and c1.get("x") == b"2"
         assert raw.cmd("PING") == "PONG"
     finally:
