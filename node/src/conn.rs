@@ -251,7 +251,10 @@ impl Conn {
             let n = tokio::select! {
                 r = stream.read_buf(&mut self.rbuf) => r?,
                 _ = info.kill_notify.notified() => return Ok(Ended::Closed),
-                _ = tokio::time::sleep(Duration::from_secs(timeout)), if timeout > 0 && !subscribed => return Ok(Ended::Closed),
+                // An async block: select! builds every branch's future, also a disabled
+                // one, and `sleep` itself reads the clock and sets up a timer entry.
+                _ = async { tokio::time::sleep(Duration::from_secs(timeout)).await },
+                    if timeout > 0 && !subscribed => return Ok(Ended::Closed),
                 m = recv_message(&mut self.client.sub_rx), if subscribed => {
                     if let Some(m) = m {
                         self.deliver(&mut stream, m).await?;

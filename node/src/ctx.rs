@@ -268,10 +268,16 @@ fn note_reads(server: &Server, client: &Client, spec: &CommandSpec, args: &Args<
 /// After a successful write: its key arguments are ready for blocked clients and touched
 /// for WATCH (one atomic load each when nobody blocks or watches). A command that asked to
 /// block wrote nothing.
+#[inline]
 pub fn note_writes(server: &Server, client: &mut Client, spec: &CommandSpec, args: &Args<'_>) {
-    if !spec.has(flags::WRITE) || client.block_request.is_some() {
-        return;
+    if spec.has(flags::WRITE) && client.block_request.is_none() {
+        note_written(server, client, spec, args);
     }
+}
+
+/// [`note_writes`] for a write that ran, out of line (reads skip it).
+#[inline(never)]
+fn note_written(server: &Server, client: &mut Client, spec: &CommandSpec, args: &Args<'_>) {
     if !server.blocking.active()
         && !server.watches.active()
         && !server.tracking.active()

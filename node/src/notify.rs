@@ -164,10 +164,17 @@ pub fn recording_for(flags: u32) -> u8 {
 
 /// Publishes the key events this thread's keyspace accesses recorded (lazy expiries, new
 /// keys), in order.
+#[inline]
 pub fn flush_recorded(server: &Server) {
-    if !storage::events::pending() {
-        return;
+    if storage::events::pending() {
+        publish_recorded(server);
     }
+}
+
+/// [`flush_recorded`]'s work, out of line: most commands record nothing.
+#[cold]
+#[inline(never)]
+fn publish_recorded(server: &Server) {
     for (ev, db, key) in storage::events::take() {
         let (class, name) = match ev {
             storage::events::KeyEvent::Expired => (EXPIRED, "expired"),

@@ -326,6 +326,13 @@ impl ReplyWriter {
         self.buf.extend_from_slice(b"+OK\r\n");
     }
 
+    /// `+PONG`, in one copy (PING's reply: [`ReplyWriter::simple`] would scan it for CR/LF
+    /// and grow the buffer three times).
+    #[inline]
+    pub fn pong(&mut self) {
+        self.buf.extend_from_slice(b"+PONG\r\n");
+    }
+
     /// Simple string `+s`; CR/LF in `s` become spaces.
     #[inline]
     pub fn simple(&mut self, s: &[u8]) {
@@ -483,6 +490,7 @@ mod tests {
     fn scalars() {
         check(|w| w.ok(), b"+OK\r\n", b"+OK\r\n");
         check(|w| w.simple(b"PONG"), b"+PONG\r\n", b"+PONG\r\n");
+        check(|w| w.pong(), b"+PONG\r\n", b"+PONG\r\n");
         check(|w| w.simple(b"a\r\nb"), b"+a  b\r\n", b"+a  b\r\n");
         check(|w| w.error("ERR bad"), b"-ERR bad\r\n", b"-ERR bad\r\n");
         check(

@@ -54,6 +54,7 @@ pub fn take() -> Vec<(KeyEvent, usize, Vec<u8>)> {
 }
 
 /// True when this thread's log holds anything.
+#[inline]
 pub fn pending() -> bool {
     LOG.with(|l| !l.borrow().is_empty())
 }

@@ -228,7 +228,7 @@ fn ping(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
         return Ok(());
     }
     match args.len() {
-        1 => ctx.out.simple(b"PONG"),
+        1 => ctx.out.pong(),
         2 => ctx.out.bulk(args.arg(1)),
         _ => return Err(CmdError::Arity("ping".into())),
     }
