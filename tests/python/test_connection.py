@@ -534,3 +534,29 @@ def test_client_pause_errors(rr):
     with pytest.raises(redis.ResponseError, match=r"^timeout is negative$"):
         rr.execute_command("CLIENT", "PAUSE", -1)
     assert rr.execute_command("CLIENT", "UNPAUSE") == b"OK"
+
+
+def test_idle_timeout_closes_idle_clients_only(server):
+    # CONFIG SET timeout: a client idle that long is closed; one that keeps sending stays.
+    import socket
+    busy = server.client(socket_timeout=10)
+    busy.config_set("timeout", 1)
+    try:
+        idle = socket.create_connection(("127.0.0.1", server.port), timeout=10)
+        idle.sendall(b"PING\r\n")
+        assert idle.recv(64) == b"+PONG\r\n"
+        deadline = time.monotonic() + 6
+        closed = False
+        while time.monotonic() < deadline and not closed:
+            assert busy.ping() is True
+            idle.settimeout(0.2)
+            try:
+                closed = idle.recv(64) == b""
+            except socket.timeout:
+                pass
+        assert closed, "the idle client was not closed"
+        assert busy.ping() is True
+        idle.close()
+    finally:
+        busy.config_set("timeout", 0)
+        busy.close()
