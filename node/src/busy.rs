@@ -168,6 +168,9 @@ fn answer_one(server: &Server, stats: &WorkerStats, info: &Arc<ClientInfo>, kind
         info.rest.store(false, Relaxed);
         info.busy_out.lock().extend_from_slice(&reply[sent..]);
         info.busy_pending.store(true, Relaxed);
+        // It waits for input, which may not come before these replies do: wake it (it
+        // runs once the script ends).
+        info.kill_notify.notify_one();
     }
 }
 

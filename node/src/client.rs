@@ -42,7 +42,7 @@ pub struct ClientInfo {
     pub qbuf: AtomicUsize,
     /// Set by CLIENT KILL; the connection closes at its next wake-up.
     pub killed: AtomicBool,
-    /// Wakes the connection task when `killed` is set.
+    /// Wakes the connection task when `killed` is set, or when `busy_out` holds replies.
     pub kill_notify: Notify,
     /// Set when a key this client watches is written (EXEC then aborts).
     pub watch_dirty: AtomicBool,

@@ -250,7 +250,16 @@ impl Conn {
             );
             let n = tokio::select! {
                 r = stream.read_buf(&mut self.rbuf) => r?,
-                _ = info.kill_notify.notified() => return Ok(Ended::Closed),
+                _ = info.kill_notify.notified() => {
+                    if !info.busy_pending.load(Relaxed) || info.killed.load(Relaxed) {
+                        return Ok(Ended::Closed);
+                    }
+                    // Woken by a busy script's hook: write the replies it held.
+                    drop(_rest);
+                    self.take_busy_replies();
+                    self.flush(&mut stream).await?;
+                    continue;
+                }
                 // An async block: select! builds every branch's future, also a disabled
                 // one, and `sleep` itself reads the clock and sets up a timer entry.
                 _ = async { tokio::time::sleep(Duration::from_secs(timeout)).await },
@@ -267,10 +276,7 @@ impl Conn {
                 return Ok(Ended::Closed);
             }
             if info.busy_pending.load(Relaxed) {
-                // Replies a busy script's hook answered but could not write go first.
-                info.busy_pending.store(false, Relaxed);
-                let held = std::mem::take(&mut *info.busy_out.lock());
-                self.out.buffer_mut().extend_from_slice(&held);
+                self.take_busy_replies();
             }
             WorkerStats::add(&self.stats.net_input, n as u64);
             info.touch();
@@ -304,6 +310,15 @@ impl Conn {
                 return Ok(Ended::Closed);
             }
         }
+    }
+
+    /// Puts the replies a busy script's hook answered but could not write
+    /// ([`crate::busy`]) first in the output.
+    fn take_busy_replies(&mut self) {
+        let info = &self.client.info;
+        info.busy_pending.store(false, Relaxed);
+        let held = std::mem::take(&mut *info.busy_out.lock());
+        self.out.buffer_mut().extend_from_slice(&held);
     }
 
     /// Writes a pub/sub message and any others already waiting.
