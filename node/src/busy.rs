@@ -92,13 +92,17 @@ pub fn answer(server: &Server, worker: usize, kind: u8) {
     let Some(stats) = server.workers.get(worker) else {
         return;
     };
+    let mut buf = Vec::new();
     for info in server.clients.all() {
         // `rest` is stored (Release) after `worker`: seen set, the worker is current.
         if info.rest.load(Acquire)
             && info.worker.load(Relaxed) == worker
             && !info.killed.load(Relaxed)
         {
-            answer_one(server, stats, &info, kind);
+            if buf.is_empty() {
+                buf = vec![0u8; PEEK];
+            }
+            answer_one(server, stats, &info, kind, &mut buf);
         }
     }
 }
@@ -113,9 +117,15 @@ enum Action {
     Leave,
 }
 
-fn answer_one(server: &Server, stats: &WorkerStats, info: &Arc<ClientInfo>, kind: u8) {
-    let mut buf = vec![0u8; PEEK];
-    let Some(n) = recv(info.fd, &mut buf, libc::MSG_PEEK) else {
+/// [`answer`] for one connection; `buf` ([`PEEK`] bytes) is scratch space.
+fn answer_one(
+    server: &Server,
+    stats: &WorkerStats,
+    info: &Arc<ClientInfo>,
+    kind: u8,
+    buf: &mut [u8],
+) {
+    let Some(n) = recv(info.fd, buf, libc::MSG_PEEK) else {
         return;
     };
     let mut parser = RequestParser::new(Limits::default());

@@ -330,11 +330,8 @@ pub fn kill(server: &Server, is_eval: bool) -> CmdResult {
         return Err(CmdError::raw("NOTBUSY No scripts in execution right now."));
     }
     if running != mine {
-        return Err(CmdError::raw(if is_eval {
-            "BUSY Redis is busy running a script. You can only call FUNCTION KILL or SHUTDOWN NOSAVE."
-        } else {
-            "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE."
-        }));
+        // The other kind runs: the error names its KILL.
+        return Err(crate::server::busy_error(running));
     }
     if run.wrote.load(Relaxed) {
         return Err(CmdError::raw(
