@@ -1,12 +1,12 @@
 //! Feeds arbitrary bytes to the request parser in chunks, like a connection
 //! would, checking that it never panics and that every result is in bounds; and checks
-//! that `scan_keys` (the prefetch hint) finds, in the same bytes, the arguments the parser
-//! finds, as far as both go.
+//! that a [`Batch`] parse followed by the parser from where the batch ends gives what the
+//! parser alone gives, command by command.
 
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use resp::{scan_keys, Args, Limits, RequestKind, RequestParser};
+use resp::{Args, Batch, Limits, RequestKind, RequestParser};
 
 fuzz_target!(|data: &[u8]| {
     // The first byte picks the chunk size and the limits.
@@ -23,7 +23,7 @@ fuzz_target!(|data: &[u8]| {
     } else {
         Limits::default()
     };
-    check_scan_keys(data);
+    check_batch(data, limits, usize::from(ctl >> 5));
     let mut parser = RequestParser::new(limits);
     let mut spans = Vec::new();
     let mut buf: Vec<u8> = Vec::new();
@@ -58,23 +58,50 @@ fuzz_target!(|data: &[u8]| {
     }
 });
 
-/// `scan_keys` on the whole input against the parser (default limits): argument 1 of
-/// each multibulk command, offsets into `data`, until an inline command, an error or the
-/// end; the scan may stop sooner, never disagree.
-fn check_scan_keys(data: &[u8]) {
-    let mut scanned = Vec::new();
-    scan_keys(data, &mut scanned, 64);
-    let mut parser = RequestParser::new(Limits::default());
-    let (mut spans, mut at, mut parsed) = (Vec::new(), 0, Vec::new());
-    while let Ok(Some((n, RequestKind::Multibulk))) = parser.parse(&data[at..], &mut spans) {
-        if !spans.is_empty() {
-            parsed.push(spans.get(1).map_or((0, 0), |&(s, e)| ((at + s) as u32, (e - s) as u32)));
+/// One parse result: (consumed, kind, args), `None` for incomplete.
+type Step = Result<Option<(usize, RequestKind, Vec<Vec<u8>>)>, resp::ProtocolError>;
+
+/// Every command `parser` finds in `data` from `at`, until one is incomplete or an error.
+fn one_by_one(parser: &mut RequestParser, data: &[u8], mut at: usize, out: &mut Vec<Step>) {
+    let mut spans = Vec::new();
+    loop {
+        match parser.parse(&data[at..], &mut spans) {
+            Ok(Some((n, kind))) => {
+                let source = match kind {
+                    RequestKind::Multibulk => &data[at..],
+                    RequestKind::Inline => parser.inline_buf(),
+                };
+                let args = Args::new(source, &spans).iter().map(<[u8]>::to_vec).collect();
+                out.push(Ok(Some((n, kind, args))));
+                at += n;
+            }
+            other => {
+                out.push(other.map(|_| None));
+                return;
+            }
         }
-        at += n;
     }
-    for &(start, len) in &scanned {
-        assert!(start as usize + len as usize <= data.len(), "scan out of bounds");
+}
+
+/// A batch of up to `max` commands (filled in two steps), then the parser from its end,
+/// against the parser alone on the whole input.
+fn check_batch(data: &[u8], limits: Limits, max: usize) {
+    let mut parser = RequestParser::new(limits);
+    let mut batch = Batch::default();
+    let mut scratch = Vec::new();
+    batch.fill(&mut parser, data, max / 2, &mut scratch);
+    batch.extend(&mut parser, data, max, &mut scratch);
+    assert!(batch.len() <= max);
+    let mut steps = Vec::new();
+    for i in 0..batch.len() {
+        let (start, end, spans) = batch.get(i).expect("in range");
+        assert!(start < end && end <= data.len(), "command out of bounds");
+        let args = Args::new(&data[start..], spans).iter().map(<[u8]>::to_vec).collect();
+        steps.push(Ok(Some((end - start, RequestKind::Multibulk, args))));
+        assert_eq!(batch.key(data, i), Args::new(&data[start..], spans).get(1));
     }
-    let n = scanned.len().min(parsed.len());
-    assert_eq!(scanned[..n], parsed[..n], "scan_keys disagrees with the parser");
+    one_by_one(&mut parser, data, batch.end(), &mut steps);
+    let mut alone = Vec::new();
+    one_by_one(&mut RequestParser::new(limits), data, 0, &mut alone);
+    assert_eq!(steps, alone, "the batch disagrees with the parser");
 }

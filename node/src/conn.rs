@@ -5,7 +5,7 @@ use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use resp::{Args, Limits, OwnedArgs, Protocol, ReplyWriter, RequestKind, RequestParser};
+use resp::{Args, Batch, Limits, OwnedArgs, Protocol, ReplyWriter, RequestKind, RequestParser};
 use storage::{clock, Parked};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -25,10 +25,10 @@ use crate::stats::WorkerStats;
 const FLUSH_AT: usize = 1 << 20;
 /// Read buffer headroom.
 const READ_CHUNK: usize = 16 * 1024;
-/// How many commands ahead of the one running a batch prefetches keys ([`resp::scan_keys`]).
+/// How many commands ahead of the one running a batch prefetches keys.
 const PREFETCH_AHEAD: usize = 4;
-/// Most commands of one read buffer whose keys are located for prefetching.
-const PREFETCH_MAX: usize = 128;
+/// Most commands of one read buffer parsed ahead of running them ([`Batch`]).
+const BATCH_MAX: usize = 128;
 
 /// Serves one accepted connection until it closes.
 pub async fn serve(
@@ -72,7 +72,7 @@ pub async fn serve(
         rbuf: Vec::with_capacity(READ_CHUNK),
         clock: None,
         last_cmd: LastCommand::default(),
-        ahead: Vec::new(),
+        batch: Batch::default(),
         server,
         stats,
         worker,
@@ -156,8 +156,8 @@ struct Conn {
     clock: Option<u64>,
     /// The command this connection named last, so a repeat skips the registry lookup.
     last_cmd: LastCommand,
-    /// The keys of the batch being run, located ahead for prefetching ([`resp::scan_keys`]).
-    ahead: Vec<(u32, u32)>,
+    /// The commands of the read buffer, parsed before the first runs (for prefetching).
+    batch: Batch,
     /// The worker serving the connection now.
     worker: usize,
 }
@@ -383,39 +383,52 @@ impl Conn {
         // the gate is: released wherever the gate is dropped, before anything waits, and
         // before any command without the flag runs.
         let parked = Parked::new(&srv.keyspace);
-        // A pipelined batch loads the lock line and first bucket of each command's key a
-        // few commands ahead, so their cache misses overlap (Keyspace::prefetch). A batch
-        // whose first commands have no key (PINGs) is not scanned further.
-        let mut ahead = std::mem::take(&mut self.ahead);
-        resp::scan_keys(&self.rbuf, &mut ahead, PREFETCH_AHEAD + 1);
-        if ahead.len() < 2 || ahead.iter().all(|&(_, len)| len == 0) {
-            ahead.clear();
-        } else {
-            resp::scan_keys(&self.rbuf, &mut ahead, PREFETCH_MAX);
-        }
-        for c in 0..PREFETCH_AHEAD {
-            prefetch_key(srv, self.client.db, &self.rbuf, ahead.get(c));
+        // The batch is parsed first (the commands' limits do not change within it), so
+        // that each command's key, a few commands ahead, has its lock line and first
+        // bucket loading while the commands before it run: their cache misses overlap
+        // (Keyspace::prefetch). What the batch parse leaves (an incomplete, inline or
+        // malformed command) is parsed where the loop reaches it, as before. A batch whose
+        // first two commands have no key (PINGs) is parsed one command at a time.
+        let mut batch = std::mem::take(&mut self.batch);
+        batch.fill(&mut self.parser, &self.rbuf, 2, &mut self.spans);
+        if batch.len() == 2 && (0..2).any(|c| batch.key(&self.rbuf, c).is_some()) {
+            batch.extend(&mut self.parser, &self.rbuf, BATCH_MAX, &mut self.spans);
+            for c in 0..PREFETCH_AHEAD {
+                prefetch_key(srv, self.client.db, &self.rbuf, &batch, c);
+            }
         }
         let mut cmd_no = 0;
         self.clock = None;
         self.client.cluster.confirmed.clear();
         while start < self.rbuf.len() {
-            let parsed = self.parser.parse(&self.rbuf[start..], &mut self.spans);
+            let ready = batch.get(cmd_no);
+            let parsed = match ready {
+                Some((at, end, _)) => {
+                    debug_assert_eq!(at, start, "the loop runs the batch in order");
+                    Ok(Some((end - at, RequestKind::Multibulk)))
+                }
+                None => self.parser.parse(&self.rbuf[start..], &mut self.spans),
+            };
             match parsed {
                 Ok(Some((consumed, kind))) => {
-                    if !self.spans.is_empty() {
+                    let spans: &[(usize, usize)] = match ready {
+                        Some((_, _, spans)) => spans,
+                        None => &self.spans,
+                    };
+                    cmd_no += 1;
+                    if !spans.is_empty() {
                         prefetch_key(
                             srv,
                             self.client.db,
                             &self.rbuf,
-                            ahead.get(cmd_no + PREFETCH_AHEAD),
+                            &batch,
+                            cmd_no - 1 + PREFETCH_AHEAD,
                         );
-                        cmd_no += 1;
                         let data: &[u8] = match kind {
                             RequestKind::Inline => self.parser.inline_buf(),
                             RequestKind::Multibulk => &self.rbuf[start..],
                         };
-                        let args = Args::new(data, &self.spans);
+                        let args = Args::new(data, spans);
                         let server = &self.server;
                         let reuse = self.clock.take();
                         let step = prepare(
@@ -510,7 +523,7 @@ impl Conn {
         }
         drop(parked);
         drop(gate);
-        self.ahead = ahead;
+        self.batch = batch;
         if start >= self.rbuf.len() {
             self.rbuf.clear();
         } else if start > 0 {
@@ -557,13 +570,11 @@ async fn recv_message(
     }
 }
 
-/// Prefetches the key `at` locates in `buf` (see [`resp::scan_keys`]), if any.
+/// Prefetches the key of command `i` of `batch` (parsed from `buf`), if it has one.
 #[inline]
-fn prefetch_key(server: &Server, db: usize, buf: &[u8], at: Option<&(u32, u32)>) {
-    if let Some(&(start, len)) = at.filter(|&&(_, len)| len > 0) {
-        if let Some(key) = buf.get(start as usize..(start as usize + len as usize)) {
-            server.keyspace.prefetch(db, key);
-        }
+fn prefetch_key(server: &Server, db: usize, buf: &[u8], batch: &Batch, i: usize) {
+    if let Some(key) = batch.key(buf, i).filter(|k| !k.is_empty()) {
+        server.keyspace.prefetch(db, key);
     }
 }
 

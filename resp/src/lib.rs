@@ -52,7 +52,7 @@ pub mod request;
 pub use error::ProtocolError;
 pub use frame::{encode_frame, parse_frame, Frame};
 pub use reply::ReplyWriter;
-pub use request::{scan_keys, Args, Limits, OwnedArgs, RequestKind, RequestParser};
+pub use request::{Args, Batch, BatchCommand, Limits, OwnedArgs, RequestKind, RequestParser};
 
 /// Which protocol a connection speaks (RESP2 default; RESP3 after `HELLO 3`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]

@@ -689,59 +689,101 @@ impl DoubleEndedIterator for ArgsIter<'_> {
 
 impl ExactSizeIterator for ArgsIter<'_> {}
 
-/// Locates, for up to `max` complete multibulk commands at the start of `buf`, each one's
-/// first argument after the name (offset, length; (0, 0) for a command without one) into
-/// `out`. Stops at the first incomplete command or anything else (an inline command):
-/// only a hint (the server prefetches these keys a few commands ahead), never trusted for
-/// parsing: where [`RequestParser`] accepts the same bytes, it finds the same arguments.
-pub fn scan_keys(buf: &[u8], out: &mut Vec<(u32, u32)>, max: usize) {
-    /// `<tag><digits>\r\n` at `p`: the number and where the next field starts.
-    fn header(buf: &[u8], p: usize, tag: u8) -> Option<(usize, usize)> {
-        if *buf.get(p)? != tag {
-            return None;
-        }
-        let mut n = 0usize;
-        let mut q = p + 1;
-        loop {
-            let b = *buf.get(q)?;
-            if b == b'\r' {
-                break;
-            }
-            if !b.is_ascii_digit() || q - p > 10 {
-                return None;
-            }
-            n = n * 10 + usize::from(b - b'0');
-            q += 1;
-        }
-        (*buf.get(q + 1)? == b'\n').then_some((n, q + 2))
+/// Commands of a read buffer parsed ahead of running them: a connection parses its
+/// whole batch first, so it can prefetch each command's key a few commands ahead (the
+/// cache misses then overlap) from the parser's own spans, with no second scan of the
+/// bytes. [`Batch::fill`] stops where [`RequestParser::parse`] would not give a complete
+/// multibulk command (incomplete, inline or malformed): the caller parses on from
+/// [`Batch::end`] as it would have, and gets the same results.
+#[derive(Debug, Default)]
+pub struct Batch {
+    /// Per command: its end offset in the buffer and the end of its spans in `spans`.
+    cmds: Vec<(usize, usize)>,
+    /// Every command's spans, each relative to its command's start.
+    spans: Vec<(usize, usize)>,
+}
+
+/// One command of a [`Batch`]: its start and end offsets in the buffer and its spans.
+pub type BatchCommand<'a> = (usize, usize, &'a [(usize, usize)]);
+
+impl Batch {
+    /// Parses up to `max` complete multibulk commands from the start of `buf` with
+    /// `parser` (`scratch` is its spans buffer). What parsing would not give as one (an
+    /// incomplete command, an inline one, an error) is left at [`Batch::end`], with the
+    /// parser in the state that parsing from there expects.
+    pub fn fill(
+        &mut self,
+        parser: &mut RequestParser,
+        buf: &[u8],
+        max: usize,
+        scratch: &mut Vec<(usize, usize)>,
+    ) {
+        self.cmds.clear();
+        self.spans.clear();
+        self.extend(parser, buf, max, scratch);
     }
-    out.clear();
-    let mut p = 0;
-    while out.len() < max && p < buf.len() {
-        let Some((argc, mut q)) = header(buf, p, b'*') else {
-            return;
+
+    /// Like [`Batch::fill`], going on from [`Batch::end`] (the same `buf`, and `parser`
+    /// untouched since) until the batch holds `max` commands.
+    pub fn extend(
+        &mut self,
+        parser: &mut RequestParser,
+        buf: &[u8],
+        max: usize,
+        scratch: &mut Vec<(usize, usize)>,
+    ) {
+        let mut at = self.end();
+        while self.cmds.len() < max && at < buf.len() {
+            match parser.parse(&buf[at..], scratch) {
+                Ok(Some((n, RequestKind::Multibulk))) => {
+                    self.spans.extend_from_slice(scratch);
+                    at += n;
+                    self.cmds.push((at, self.spans.len()));
+                }
+                // An inline command leaves the parser idle, and an error resets it: both
+                // are parsed again, and come out the same, from `end`. An incomplete
+                // command leaves the parser waiting for exactly these bytes and more.
+                _ => break,
+            }
+        }
+    }
+
+    /// Number of commands parsed.
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.cmds.len()
+    }
+
+    /// True when no command was parsed.
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.cmds.is_empty()
+    }
+
+    /// Where the parsed commands end in the buffer (0 when none was).
+    #[inline]
+    pub fn end(&self) -> usize {
+        self.cmds.last().map_or(0, |&(end, _)| end)
+    }
+
+    /// Command `i`: its start and end offsets in the buffer and its spans (relative to
+    /// its start, as [`RequestParser::parse`] gives them; empty for `*0`).
+    #[inline]
+    pub fn get(&self, i: usize) -> Option<BatchCommand<'_>> {
+        let &(end, spans_end) = self.cmds.get(i)?;
+        let (start, spans_start) = match i.checked_sub(1) {
+            Some(p) => self.cmds[p],
+            None => (0, 0),
         };
-        if argc == 0 {
-            // An empty command: the parser skips it too.
-            p = q;
-            continue;
-        }
-        let mut key = (0, 0);
-        for i in 0..argc {
-            let Some((len, start)) = header(buf, q, b'$') else {
-                return;
-            };
-            let end = start.saturating_add(len);
-            if end > u32::MAX as usize || buf.get(end..end.saturating_add(2)) != Some(b"\r\n") {
-                return;
-            }
-            if i == 1 {
-                key = (start as u32, len as u32);
-            }
-            q = end + 2;
-        }
-        out.push(key);
-        p = q;
+        Some((start, end, &self.spans[spans_start..spans_end]))
+    }
+
+    /// The second argument of command `i` (the key of most commands), if it has one.
+    #[inline]
+    pub fn key<'a>(&self, buf: &'a [u8], i: usize) -> Option<&'a [u8]> {
+        let (start, _, spans) = self.get(i)?;
+        let &(s, e) = spans.get(1)?;
+        buf.get(start + s..start + e)
     }
 }
 
@@ -750,41 +792,83 @@ mod tests {
     use super::*;
     use ProtocolError as E;
 
-    /// What the parser finds where [`scan_keys`] looks: argument 1 of each multibulk
-    /// command (offsets in `buf`), until an inline command, an error or the end.
-    pub(crate) fn parser_keys(buf: &[u8]) -> Vec<(u32, u32)> {
-        let mut parser = RequestParser::new(Limits::default());
-        let (mut spans, mut at, mut out) = (Vec::new(), 0, Vec::new());
-        while let Ok(Some((n, RequestKind::Multibulk))) = parser.parse(&buf[at..], &mut spans) {
-            if !spans.is_empty() {
-                out.push(
-                    spans
-                        .get(1)
-                        .map_or((0, 0), |&(s, e)| ((at + s) as u32, (e - s) as u32)),
-                );
+    /// One parse result: (consumed, kind, args), `None` for incomplete.
+    type Step = Result<Option<(usize, RequestKind, Vec<Vec<u8>>)>, ProtocolError>;
+
+    /// Every command `parser` finds in `buf` from `at`, one call at a time, until one is
+    /// incomplete (`None` last) or an error (`Err` last).
+    fn one_by_one(parser: &mut RequestParser, buf: &[u8], mut at: usize) -> Vec<Step> {
+        let mut spans = Vec::new();
+        let mut out = Vec::new();
+        loop {
+            match parser.parse(&buf[at..], &mut spans) {
+                Ok(Some((n, kind))) => {
+                    let data = match kind {
+                        RequestKind::Multibulk => &buf[at..],
+                        RequestKind::Inline => parser.inline_buf(),
+                    };
+                    let args = Args::new(data, &spans).iter().map(<[u8]>::to_vec).collect();
+                    out.push(Ok(Some((n, kind, args))));
+                    at += n;
+                }
+                other => {
+                    out.push(other.map(|_| None));
+                    return out;
+                }
             }
-            at += n;
         }
-        out
+    }
+
+    /// [`Batch::fill`] (at most `max`), then the parser on from [`Batch::end`]: the same
+    /// commands as the parser alone.
+    fn check_batch(limits: Limits, buf: &[u8], max: usize) -> usize {
+        let mut parser = RequestParser::new(limits);
+        let mut batch = Batch::default();
+        let mut scratch = Vec::new();
+        batch.fill(&mut parser, buf, max / 2, &mut scratch);
+        batch.extend(&mut parser, buf, max, &mut scratch);
+        assert!(batch.len() <= max);
+        let mut steps = Vec::new();
+        let mut at = 0;
+        for i in 0..batch.len() {
+            let (start, end, spans) = batch.get(i).expect("in range");
+            assert_eq!(start, at);
+            let args = Args::new(&buf[start..], spans)
+                .iter()
+                .map(<[u8]>::to_vec)
+                .collect();
+            steps.push(Ok(Some((end - start, RequestKind::Multibulk, args))));
+            if let Some(key) = batch.key(buf, i) {
+                assert_eq!(Some(key), Args::new(&buf[start..], spans).get(1));
+            }
+            at = end;
+        }
+        assert_eq!(at, batch.end());
+        steps.extend(one_by_one(&mut parser, buf, at));
+        let alone = one_by_one(&mut RequestParser::new(limits), buf, 0);
+        assert_eq!(steps, alone, "{:?}", String::from_utf8_lossy(buf));
+        batch.len()
     }
 
     #[test]
-    fn scan_keys_finds_what_the_parser_finds() {
+    fn batch_parses_what_the_parser_parses() {
         let pipeline = b"*2\r\n$3\r\nGET\r\n$5\r\nkey:1\r\n*1\r\n$4\r\nPING\r\n*0\r\n\
 *3\r\n$3\r\nSET\r\n$0\r\n\r\n$2\r\nvv\r\n*2\r\n$4\r\nINCR\r\n$1\r\nc\r\n";
-        let mut out = Vec::new();
-        scan_keys(pipeline, &mut out, 100);
-        assert_eq!(out, parser_keys(pipeline));
+        let d = Limits::default();
         assert_eq!(
-            out.len(),
-            4,
-            "the empty command is skipped, as the parser does"
+            check_batch(d, pipeline, 100),
+            5,
+            "the empty command counts too"
         );
-        assert_eq!(&pipeline[out[0].0 as usize..][..5], b"key:1");
-        assert_eq!(out[1], (0, 0));
-        assert_eq!(out[2].1, 0);
-        scan_keys(pipeline, &mut out, 2);
-        assert_eq!(out.len(), 2);
+        assert_eq!(check_batch(d, pipeline, 2), 2);
+        let mut parser = RequestParser::new(d);
+        let mut batch = Batch::default();
+        batch.fill(&mut parser, pipeline, 100, &mut Vec::new());
+        assert_eq!(batch.key(pipeline, 0), Some(&b"key:1"[..]));
+        assert_eq!(batch.key(pipeline, 1), None, "PING has no key");
+        assert_eq!(batch.key(pipeline, 2), None, "*0 has no arguments");
+        assert_eq!(batch.key(pipeline, 3), Some(&b""[..]));
+        assert!(batch.get(5).is_none());
         // Stops at an incomplete command, an inline one, or anything malformed.
         for (bytes, n) in [
             (
@@ -803,12 +887,19 @@ mod tests {
             (b"*1\r\n$1\r\nab\r\n", 0),
             (b"", 0),
         ] {
-            scan_keys(bytes, &mut out, 100);
-            assert_eq!(out.len(), n, "{:?}", String::from_utf8_lossy(bytes));
-            let theirs = parser_keys(bytes);
-            assert_eq!(out[..], theirs[..n.min(theirs.len())]);
+            assert_eq!(
+                check_batch(d, bytes, 100),
+                n,
+                "{:?}",
+                String::from_utf8_lossy(bytes)
+            );
         }
-        // Mutated and cut pipelines: the scan may stop sooner, never disagree.
+        // Mutated and cut pipelines, with default and tight limits.
+        let tight = Limits {
+            max_bulk_len: 3,
+            max_multibulk_len: 2,
+            max_inline_len: 8,
+        };
         let mut x = 0x2545_f491_4f6c_dd1du64;
         let mut next = move || {
             x ^= x << 13;
@@ -816,18 +907,15 @@ mod tests {
             x ^= x << 17;
             x
         };
-        for _ in 0..5000 {
+        for round in 0..5000 {
             let mut b = pipeline.to_vec();
             for _ in 0..next() % 3 {
                 let i = next() as usize % b.len();
-                b[i] = b"*$\r\n0123456789x"[next() as usize % 15];
+                b[i] = b"*$\r\n0123456789x "[next() as usize % 16];
             }
             b.truncate(next() as usize % (b.len() + 1));
-            scan_keys(&b, &mut out, 100);
-            let theirs = parser_keys(&b);
-            let n = out.len().min(theirs.len());
-            assert_eq!(out[..n], theirs[..n], "{:?}", String::from_utf8_lossy(&b));
-            assert!(out.iter().all(|&(s, l)| (s + l) as usize <= b.len()));
+            let limits = if round % 2 == 0 { d } else { tight };
+            check_batch(limits, &b, (next() % 7) as usize);
         }
     }
 
