@@ -464,19 +464,52 @@ impl Keyspace {
 #[inline(always)]
 fn prefetch_line(addr: usize, write: bool) {
     #[cfg(target_arch = "x86_64")]
-    // SAFETY: a prefetch instruction never faults and changes nothing the program can
-    // observe, whatever the address (a stale or bogus hint included); `x86_64` always
-    // has SSE. Tested by `tests::prefetch_takes_any_hint`.
-    unsafe {
-        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_ET0, _MM_HINT_T0};
-        if write {
-            _mm_prefetch::<_MM_HINT_ET0>(addr as *const i8);
-        } else {
+    {
+        if write && prefetchw_works() {
+            // SAFETY: PREFETCHW, on a CPU that reports it (CPUID PRFCHW), never faults and
+            // changes nothing the program can observe, whatever the address; it touches no
+            // stack or flags. Tested by `tests::prefetch_takes_any_hint`.
+            unsafe {
+                std::arch::asm!(
+                    "prefetchw byte ptr [{0}]",
+                    in(reg) addr,
+                    options(nostack, preserves_flags, readonly)
+                );
+            }
+            return;
+        }
+        // SAFETY: a prefetch instruction never faults and changes nothing the program can
+        // observe, whatever the address (a stale or bogus hint included); `x86_64` always
+        // has SSE. Tested by `tests::prefetch_takes_any_hint`.
+        unsafe {
+            use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
             _mm_prefetch::<_MM_HINT_T0>(addr as *const i8);
         }
     }
     #[cfg(not(target_arch = "x86_64"))]
     let _ = (addr, write);
+}
+
+/// Whether this CPU has PREFETCHW (a prefetch that asks for the line exclusive, as a
+/// write will need it: the lock a command takes next). A generic x86-64 build cannot
+/// emit it (`_MM_HINT_ET0` becomes a plain prefetch), so it is asked of CPUID once.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn prefetchw_works() -> bool {
+    use std::sync::atomic::AtomicU8;
+    /// 0: not asked yet, 1: no, 2: yes.
+    static KNOWN: AtomicU8 = AtomicU8::new(0);
+    match KNOWN.load(Relaxed) {
+        0 => {
+            // Extended leaf 0x8000_0001, ECX bit 8: PRFCHW (PREFETCHW).
+            let max = std::arch::x86_64::__cpuid(0x8000_0000).eax;
+            let yes =
+                max >= 0x8000_0001 && std::arch::x86_64::__cpuid(0x8000_0001).ecx & (1 << 8) != 0;
+            KNOWN.store(if yes { 2 } else { 1 }, Relaxed);
+            yes
+        }
+        k => k == 2,
+    }
 }
 
 /// No shard kept locked ([`Parked`]).
@@ -862,6 +895,13 @@ mod tests {
             ks.prefetch(0, b"k1");
             ks.prefetch(1, b"k2");
         }
+        // Any address at all, for reading and for writing (PREFETCHW where the CPU has it).
+        for addr in [0, 1, 4096, usize::MAX, 0xffff_ffff_ffff, 1 << 63] {
+            prefetch_line(addr, false);
+            prefetch_line(addr, true);
+        }
+        #[cfg(target_arch = "x86_64")]
+        assert_eq!(prefetchw_works(), prefetchw_works(), "asked once, kept");
         // The next insert republishes the real one.
         ks.lock(1, b"k1", 1).insert(sv("w"), 0);
         assert_eq!(hint.get(), Some((end, mask)));
