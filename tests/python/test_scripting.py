@@ -500,6 +500,74 @@ def test_busy_script_answers_clients_beside_it(server, r, one_worker, kind):
             r.function_delete("busylib")
 
 
+def test_busy_replies_a_client_does_not_read_wait_for_it(server, r, one_worker):
+    # A client beside a busy script pipelines 200k commands and reads nothing: the -BUSY
+    # replies back up in the server's socket (about 1 MB unsent here), the commands after
+    # them wait in the sockets, and once the script ends every reply arrives, in order:
+    # -BUSY for what was answered during the script, +PONG for what ran after it. (This
+    # does not reach the hook's kept-replies path: the server's send buffer, 4 MB, takes
+    # every -BUSY the hook writes before the client's sends stall.)
+    import socket
+    threshold = _busy_threshold_ms(server)
+    c1 = server.client(socket_timeout=60)
+    c2 = server.client(socket_timeout=10)
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    # A small receive buffer: the replies back up on the server soon.
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    sock.connect(("127.0.0.1", server.port))
+    raw = RawConn.__new__(RawConn)
+    raw.sock, raw.buf, raw.timeout = sock, bytearray(), 30.0
+    sock.settimeout(30.0)
+    assert c1.ping() and c2.ping() and raw.cmd("PING") == "PONG"
+    out = {}
+
+    def run():
+        try:
+            c1.eval(LONG, 0)
+        except redis.ResponseError as e:
+            out["err"] = str(e)
+
+    th = threading.Thread(target=run)
+    th.start()
+    try:
+        time.sleep(threshold / 1000 + 0.3)
+        ping = b"*1\r\n$4\r\nPING\r\n"
+        data = ping * 200_000
+        sock.setblocking(False)
+        sent, deadline = 0, time.monotonic() + 3
+        while sent < len(data) and time.monotonic() < deadline:
+            try:
+                sent += sock.send(data[sent:sent + 65536])
+            except BlockingIOError:
+                time.sleep(0.01)
+        sock.settimeout(30.0)
+        # Time to answer them until the client's socket backs up.
+        time.sleep(0.5)
+        assert sent > 0 and th.is_alive()
+        assert c2.script_kill() in (True, b"OK")
+        th.join(timeout=20)
+        assert not th.is_alive() and "killed by user" in out["err"]
+        sock.sendall(data[sent:sent + (-sent) % len(ping)])
+        n = -(-sent // len(ping))
+        busy = pong = 0
+        for _ in range(n):
+            reply = raw.read_reply()
+            if isinstance(reply, RespError):
+                assert reply.message.startswith("BUSY") and pong == 0, reply.message
+                busy += 1
+            else:
+                assert reply == "PONG", reply
+                pong += 1
+        assert busy > 0 and busy + pong == n
+        assert raw.cmd("PING") == "PONG"
+    finally:
+        th.join(timeout=20)
+        _restore_threshold(server)
+        for c in (c1, c2):
+            c.close()
+        raw.close()
+
+
 def test_unkillable_after_write(server, r):
     threshold = _busy_threshold_ms(server)
     if threshold > 1000:
@@ -508,8 +576,10 @@ def test_unkillable_after_write(server, r):
 
     def run():
         c = server.client(socket_timeout=60)
+        # About 3 s here (300M iterations took 0.72 s: the SCRIPT KILL below, at 0.7 s,
+        # sometimes came after the end).
         out["v"] = c.eval(
-            "redis.call('set', 'w', 1) for i = 1, 300000000 do end return 2", 0)
+            "redis.call('set', 'w', 1) for i = 1, 1200000000 do end return 2", 0)
         c.close()
 
     th = threading.Thread(target=run)
