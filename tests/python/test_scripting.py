@@ -434,6 +434,23 @@ def _io_thread(c):
                 if f.startswith("io-thread="))
 
 
+def _spin_in_thread(c, out, kind="script"):
+    """Runs the endless script (or the function `spin`) on `c` in a started thread; the
+    error that ends it lands in `out["err"]`."""
+    def run():
+        try:
+            if kind == "script":
+                c.eval(LONG, 0)
+            else:
+                c.fcall("spin", 0)
+        except redis.ResponseError as e:
+            out["err"] = str(e)
+
+    th = threading.Thread(target=run)
+    th.start()
+    return th
+
+
 @pytest.mark.parametrize("kind", ["script", "function"])
 def test_busy_script_answers_clients_beside_it(server, r, one_worker, kind):
     # Clients connected before the script, on the worker that runs it: their commands get
@@ -454,18 +471,7 @@ def test_busy_script_answers_clients_beside_it(server, r, one_worker, kind):
         raw_client.close()
     errors = r.info("stats")["total_error_replies"]
     out = {}
-
-    def run():
-        try:
-            if kind == "script":
-                c1.eval(LONG, 0)
-            else:
-                c1.fcall("spin", 0)
-        except redis.ResponseError as e:
-            out["err"] = str(e)
-
-    th = threading.Thread(target=run)
-    th.start()
+    th = _spin_in_thread(c1, out, kind)
     try:
         time.sleep(threshold / 1000 + 0.3)
         what = "SCRIPT" if kind == "script" else "FUNCTION"
@@ -520,15 +526,7 @@ def test_busy_replies_a_client_does_not_read_wait_for_it(server, r, one_worker):
     sock.settimeout(30.0)
     assert c1.ping() and c2.ping() and raw.cmd("PING") == "PONG"
     out = {}
-
-    def run():
-        try:
-            c1.eval(LONG, 0)
-        except redis.ResponseError as e:
-            out["err"] = str(e)
-
-    th = threading.Thread(target=run)
-    th.start()
+    th = _spin_in_thread(c1, out)
     try:
         time.sleep(threshold / 1000 + 0.3)
         ping = b"*1\r\n$4\r\nPING\r\n"
