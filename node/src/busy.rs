@@ -245,3 +245,88 @@ fn send(fd: i32, buf: &[u8]) -> usize {
     };
     usize::try_from(n).unwrap_or(0)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::{Read, Write};
+    use std::os::fd::AsRawFd;
+    use std::os::unix::net::UnixStream;
+
+    /// The replies a socket cannot take at once are kept for the connection, which stops
+    /// being answered here: every answered command has its reply, written or kept, in
+    /// order, and the commands after them stay in the socket.
+    #[test]
+    fn replies_the_socket_cannot_take_are_kept() {
+        let server = Arc::new(Server::new(crate::config::Config::default(), 1, None, None));
+        let (ours, mut theirs) = UnixStream::pair().expect("socketpair");
+        ours.set_nonblocking(true).expect("nonblocking");
+        theirs.set_nonblocking(true).expect("nonblocking");
+        // A small send buffer on the server's side: a few -BUSY replies fill it.
+        let small: libc::c_int = 4096;
+        // SAFETY: `ours` is an open socket; the option value is a c_int of the given size.
+        let rc = unsafe {
+            libc::setsockopt(
+                ours.as_raw_fd(),
+                libc::SOL_SOCKET,
+                libc::SO_SNDBUF,
+                (&small as *const libc::c_int).cast(),
+                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+            )
+        };
+        assert_eq!(rc, 0);
+        let ping = b"*1\r\n$4\r\nPING\r\n";
+        let mut sent = 0;
+        for _ in 0..1000 {
+            match theirs.write(ping) {
+                Ok(n) => {
+                    assert_eq!(n, ping.len());
+                    sent += 1;
+                }
+                Err(_) => break,
+            }
+        }
+        assert!(sent > 200, "{sent} commands written");
+        let addr: std::net::SocketAddr = "127.0.0.1:1".parse().expect("addr");
+        let info = Arc::new(ClientInfo::new(7, addr, addr, ours.as_raw_fd()));
+        info.worker.store(0, Relaxed);
+        info.rest.store(true, Relaxed);
+        server.clients.add(info.clone());
+        answer(&server, 0, crate::server::BUSY_SCRIPT);
+        assert!(info.busy_pending.load(Relaxed), "replies were kept");
+        assert!(!info.rest.load(Relaxed), "no longer answered here");
+        let kept = info.busy_out.lock().clone();
+        assert!(!kept.is_empty());
+        // What the socket took, then what was kept: whole -BUSY replies, one per command
+        // taken from the socket.
+        let mut written = Vec::new();
+        let mut buf = [0u8; 65536];
+        while let Ok(n) = theirs.read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+            written.extend_from_slice(&buf[..n]);
+        }
+        let all = [written, kept.clone()].concat();
+        let text = String::from_utf8(all).expect("text");
+        let replies: Vec<&str> = text.split_terminator("\r\n").collect();
+        assert!(
+            replies.iter().all(|r| r.starts_with("-BUSY ")),
+            "{replies:?}"
+        );
+        let mut left = Vec::new();
+        while let Ok(n) = (&ours).read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+            left.extend_from_slice(&buf[..n]);
+        }
+        assert_eq!(left.len() % ping.len(), 0, "whole commands stay");
+        assert_eq!(replies.len() + left.len() / ping.len(), sent);
+        // A second pass leaves the connection alone.
+        theirs.write_all(ping).expect("write");
+        answer(&server, 0, crate::server::BUSY_SCRIPT);
+        assert_eq!(*info.busy_out.lock(), kept);
+        server.clients.remove(7);
+    }
+}

@@ -512,7 +512,8 @@ def test_busy_replies_a_client_does_not_read_wait_for_it(server, r, one_worker):
     # them wait in the sockets, and once the script ends every reply arrives, in order:
     # -BUSY for what was answered during the script, +PONG for what ran after it. (This
     # does not reach the hook's kept-replies path: the server's send buffer, 4 MB, takes
-    # every -BUSY the hook writes before the client's sends stall.)
+    # every -BUSY the hook writes before the client's sends stall. A unit test in
+    # node/src/busy.rs does, over a socketpair with a small send buffer.)
     import socket
     threshold = _busy_threshold_ms(server)
     c1 = server.client(socket_timeout=60)
