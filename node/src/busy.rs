@@ -6,13 +6,15 @@
 //! peeks at the socket and answers the complete commands there, in order:
 //!
 //! - `-BUSY ... You can only call SCRIPT KILL or SHUTDOWN NOSAVE.` for a command that may
-//!   not run meanwhile (Redis's earlier errors first: unknown command, wrong arity);
+//!   not run meanwhile (Redis's earlier errors first: unknown command, wrong arity, and in
+//!   cluster mode MOVED or CROSSSLOT for keys this node does not lead);
 //! - SCRIPT KILL and FUNCTION KILL run; SHUTDOWN NOSAVE shuts down.
 //!
 //! Only the answered commands' bytes are taken from the socket. The first command it does
 //! not answer this way (MULTI, AUTH, ... the other `allow-busy` ones), an incomplete one,
 //! and all after them wait for the connection's own loop, after the script. So do
-//! connections in MULTI, not authenticated, with CLIENT REPLY OFF/SKIP or subscribed.
+//! connections in MULTI, not authenticated, with CLIENT REPLY OFF/SKIP, subscribed, or
+//! (cluster mode) with READONLY or ASKING set.
 //! Connections on the other workers get `-BUSY` from their own loop (their gate is held).
 //!
 //! A connection that ran its commands yields before it writes the replies (so a worker's
@@ -194,6 +196,12 @@ fn decide(server: &Server, args: Args<'_>, kind: u8) -> Action {
     let entry = reg.entry(idx);
     if !entry.spec.arity_ok(args.len()) {
         return Action::Reply(Err(CmdError::Arity(entry.full_name.clone())));
+    }
+    // Redis redirects (MOVED, CROSSSLOT) before it answers -BUSY.
+    if let Some(cl) = server.cluster.get() {
+        if let Some(e) = crate::cluster::route::redirect_now(cl, entry.spec, args) {
+            return Action::Reply(Err(e));
+        }
     }
     if !entry.spec.has(flags::ALLOW_BUSY) {
         return Action::Reply(Err(crate::server::busy_error(kind)));

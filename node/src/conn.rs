@@ -239,14 +239,17 @@ impl Conn {
             let timeout = self.server.live.timeout_secs.load(Relaxed);
             let info = self.client.info.clone();
             let subscribed = self.client.sub_rx.is_some();
-            // At rest: a busy script on this worker may answer what arrives ([`crate::busy`]).
+            // At rest: a busy script on this worker may answer what arrives ([`crate::busy`];
+            // its redirections are those of a client without cluster READONLY or ASKING).
             let _rest = Rest::new(
                 &info,
                 self.rbuf.is_empty()
                     && !subscribed
                     && self.client.authenticated
                     && self.client.multi.is_none()
-                    && matches!(self.client.reply_mode, ReplyMode::On),
+                    && matches!(self.client.reply_mode, ReplyMode::On)
+                    && !self.client.cluster.readonly
+                    && !self.client.cluster.asking,
             );
             let n = tokio::select! {
                 r = stream.read_buf(&mut self.rbuf) => r?,

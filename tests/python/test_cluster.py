@@ -93,7 +93,8 @@ class Node:
                 self.proc.wait(10)
 
     def client(self, **kw) -> redis.Redis:
-        return redis.Redis(host=HOST, port=self.port, socket_timeout=10, **kw)
+        kw.setdefault("socket_timeout", 10)
+        return redis.Redis(host=HOST, port=self.port, **kw)
 
     def output(self) -> str:
         try:
@@ -263,6 +264,61 @@ def test_keyslot_and_moved(cluster):
     assert str(e.value) == f"{slot} {HOST}:{owner.port}"    # redis-py strips "MOVED "
     with pytest.raises(redis.ResponseError, match="hash to the same slot"):
         owner.client().execute_command("MSET", "a", "1", "b", "2")
+
+
+def test_busy_script_redirects_before_busy(cluster):
+    # Redis checks cluster redirection before -BUSY: while a read-only script runs past
+    # busy-reply-threshold on a node, a client beside it (same worker, connected before)
+    # gets MOVED for a key another node leads, CROSSSLOT for keys of two slots, and -BUSY
+    # for a key led here; SCRIPT KILL from it ends the script.
+    node = cluster.nodes[0]
+    admin = node.client()
+    keys = [f"busy-{i}" for i in range(200)]
+    here = next(k for k in keys if cluster.leader_of(k) is node)
+    away = next(k for k in keys if cluster.leader_of(k) is not node)
+    owner = cluster.leader_of(away)
+    admin.set(here, "v")
+    admin.config_set("busy-reply-threshold", 200)
+    admin.execute_command("DEBUG", "SPREAD", 1)
+    spinner = node.client(socket_timeout=60)
+    beside = node.client()
+    assert spinner.ping() and beside.ping()
+    out = {}
+
+    def spin():
+        try:
+            spinner.eval_ro("local i = 0 while true do i = i + 1 end", 0)
+        except redis.ResponseError as e:
+            out["err"] = str(e)
+
+    th = threading.Thread(target=spin)
+    th.start()
+    try:
+        time.sleep(0.6)
+        assert th.is_alive()
+        with pytest.raises(MovedError) as e:
+            beside.execute_command("GET", away)
+        assert str(e.value).endswith(f"{HOST}:{owner.port}")
+        with pytest.raises(redis.ResponseError, match="hash to the same slot"):
+            beside.execute_command("MGET", here, away)
+        with pytest.raises(redis.ResponseError, match="^BUSY"):
+            beside.execute_command("GET", here)
+        assert beside.script_kill() in (True, b"OK")
+        th.join(timeout=20)
+        assert not th.is_alive() and "killed by user" in out["err"]
+        assert beside.execute_command("GET", here) == b"v"
+    finally:
+        if th.is_alive():
+            with node.client() as k:
+                try:
+                    k.script_kill()
+                except redis.ResponseError:
+                    pass
+        th.join(timeout=20)
+        admin.config_set("busy-reply-threshold", 5000)
+        admin.execute_command("DEBUG", "SPREAD", 0)
+        for c in (admin, spinner, beside):
+            c.close()
 
 
 def test_redis_cli_follows_moved(cluster):

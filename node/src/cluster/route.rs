@@ -151,6 +151,41 @@ fn moved(cl: &Cluster, slot: u16, leader: Option<raft::NodeId>) -> CmdError {
     }
 }
 
+/// The slot of the keys at positions `first` and `rest` of `args`, or CROSSSLOT when they
+/// hash to more than one.
+fn one_slot(args: Args<'_>, first: usize, rest: &[usize]) -> Result<u16, CmdError> {
+    let slot = raft::key_slot(args.arg(first));
+    if rest.iter().any(|&p| raft::key_slot(args.arg(p)) != slot) {
+        return Err(CmdError::raw(
+            "CROSSSLOT Keys in request don't hash to the same slot",
+        ));
+    }
+    Ok(slot)
+}
+
+/// The redirection [`route`] answers `args` with, decided without waiting, for a client
+/// without READONLY or ASKING: CROSSSLOT for keys of two slots, MOVED (or CLUSTERDOWN)
+/// for a slot this node does not lead; `None` for a command without keys, a cluster
+/// command, or keys led here. A busy script's hook answers it before `-BUSY`, as Redis
+/// checks redirection first ([`crate::busy`]).
+pub(crate) fn redirect_now(cl: &Cluster, spec: &CommandSpec, args: Args<'_>) -> Option<CmdError> {
+    if spec.group == Group::Cluster {
+        return None;
+    }
+    let keys = spec.key_positions(&args);
+    let (&first, rest) = keys.split_first()?;
+    let slot = match one_slot(args, first, rest) {
+        Ok(slot) => slot,
+        Err(e) => return Some(e),
+    };
+    let g = cl.slot_group(slot);
+    if cl.handle(g).is_none() {
+        return Some(moved(cl, slot, cl.redirect_target(g)));
+    }
+    let lead = cl.leadership(g);
+    (!lead.is_me).then(|| moved(cl, slot, lead.leader))
+}
+
 /// Scripts that may write, proposed like writes.
 fn is_script_write(name: &str) -> bool {
     matches!(name, "eval" | "evalsha" | "fcall")
@@ -230,12 +265,10 @@ pub(crate) async fn route(
             name
         ))));
     };
-    let slot = raft::key_slot(args.arg(first));
-    if rest.iter().any(|&p| raft::key_slot(args.arg(p)) != slot) {
-        return Routed::Done(Err(CmdError::raw(
-            "CROSSSLOT Keys in request don't hash to the same slot",
-        )));
-    }
+    let slot = match one_slot(args, first, rest) {
+        Ok(slot) => slot,
+        Err(e) => return Routed::Done(Err(e)),
+    };
     // A blocking write's timeout: (argument, in milliseconds?). Pops take seconds;
     // XREADGROUP blocks only with a BLOCK option (before STREAMS). XREAD ... BLOCK is a
     // read: it blocks on this node's keyspace, served by the writes this node applies.
