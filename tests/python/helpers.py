@@ -26,6 +26,7 @@ import shutil
 import socket
 import subprocess
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -429,6 +430,20 @@ class RawConn:
                 self.sock.settimeout(old)
             except OSError:
                 pass
+
+
+def in_thread(call, out: dict) -> threading.Thread:
+    """Runs `call` (an endless script, say) in a started thread; the error reply that ends
+    it lands in `out["err"]`."""
+    def run():
+        try:
+            call()
+        except redis.ResponseError as e:
+            out["err"] = str(e)
+
+    th = threading.Thread(target=run)
+    th.start()
+    return th
 
 
 def wait_until(pred, timeout: float = 10.0, interval: float = 0.01, msg: str = "condition"):

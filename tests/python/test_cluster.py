@@ -20,7 +20,7 @@ from redis.backoff import ExponentialBackoff, NoBackoff
 from redis.exceptions import MovedError
 from redis.retry import Retry
 
-from helpers import HOST, IS_REDIS, find_ember_bin
+from helpers import HOST, IS_REDIS, find_ember_bin, in_thread
 
 pytestmark = pytest.mark.skipif(IS_REDIS, reason="starts ember processes in cluster mode")
 
@@ -284,15 +284,7 @@ def test_busy_script_redirects_before_busy(cluster):
     beside = node.client()
     assert spinner.ping() and beside.ping()
     out = {}
-
-    def spin():
-        try:
-            spinner.eval_ro("local i = 0 while true do i = i + 1 end", 0)
-        except redis.ResponseError as e:
-            out["err"] = str(e)
-
-    th = threading.Thread(target=spin)
-    th.start()
+    th = in_thread(lambda: spinner.eval_ro("local i = 0 while true do i = i + 1 end", 0), out)
     try:
         time.sleep(0.6)
         assert th.is_alive()

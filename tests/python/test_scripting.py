@@ -14,7 +14,7 @@ import redis
 
 from helpers import (
     reference_redis,
-    IS_REDIS, RawConn, RespError, _redis_server_bin,
+    IS_REDIS, RawConn, RespError, _redis_server_bin, in_thread,
 )
 
 LONG = "local t = 0 while true do t = t + 1 end"
@@ -437,18 +437,17 @@ def _io_thread(c):
 def _spin_in_thread(c, out, kind="script"):
     """Runs the endless script (or the function `spin`) on `c` in a started thread; the
     error that ends it lands in `out["err"]`."""
-    def run():
-        try:
-            if kind == "script":
-                c.eval(LONG, 0)
-            else:
-                c.fcall("spin", 0)
-        except redis.ResponseError as e:
-            out["err"] = str(e)
+    if kind == "script":
+        return in_thread(lambda: c.eval(LONG, 0), out)
+    return in_thread(lambda: c.fcall("spin", 0), out)
 
-    th = threading.Thread(target=run)
-    th.start()
-    return th
+
+def _end_busy_test(server, th, *conns):
+    """A busy-script test's cleanup: the script's thread, the threshold, the connections."""
+    th.join(timeout=20)
+    _restore_threshold(server)
+    for c in conns:
+        c.close()
 
 
 @pytest.mark.parametrize("kind", ["script", "function"])
@@ -497,11 +496,7 @@ def test_busy_script_answers_clients_beside_it(server, r, one_worker, kind):
         assert c2.set("x", 2) is True and c1.get("x") == b"2"
         assert raw.cmd("PING") == "PONG"
     finally:
-        th.join(timeout=20)
-        _restore_threshold(server)
-        for c in (c1, c2):
-            c.close()
-        raw.close()
+        _end_busy_test(server, th, c1, c2, raw)
         if kind == "function":
             r.function_delete("busylib")
 
@@ -560,11 +555,7 @@ def test_busy_replies_a_client_does_not_read_wait_for_it(server, r, one_worker):
         assert busy > 0 and busy + pong == n
         assert raw.cmd("PING") == "PONG"
     finally:
-        th.join(timeout=20)
-        _restore_threshold(server)
-        for c in (c1, c2):
-            c.close()
-        raw.close()
+        _end_busy_test(server, th, c1, c2, raw)
 
 
 def test_unkillable_after_write(server, r):
