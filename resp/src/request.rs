@@ -366,6 +366,21 @@ impl RequestParser {
         spans: &mut Vec<(usize, usize)>,
     ) -> Result<Option<(usize, RequestKind)>, ProtocolError> {
         spans.clear();
+        if matches!(self.state, State::Idle) && buf.first() == Some(&b'*') {
+            if let Some(consumed) = self.complete_multibulk(buf, spans) {
+                return Ok(Some((consumed, RequestKind::Multibulk)));
+            }
+            spans.clear();
+        }
+        self.parse_general(buf, spans)
+    }
+
+    /// [`RequestParser::parse`] without its one-pass case (`spans` already cleared).
+    fn parse_general(
+        &mut self,
+        buf: &[u8],
+        spans: &mut Vec<(usize, usize)>,
+    ) -> Result<Option<(usize, RequestKind)>, ProtocolError> {
         let first = match buf.first() {
             Some(&c) => c,
             None => {
@@ -399,6 +414,32 @@ impl RequestParser {
             spans.clear();
         }
         result
+    }
+
+    /// The common case in one pass: a whole, well-formed multibulk command with at least
+    /// one argument, within the limits, from an authenticated client. Its length, with
+    /// `spans` filled; `None` (`spans` partly filled) leaves the command to the general
+    /// path, which gives exactly what it would have given without this one.
+    #[inline(always)]
+    fn complete_multibulk(&self, buf: &[u8], spans: &mut Vec<(usize, usize)>) -> Option<usize> {
+        let (count, mut pos) = fast_header(buf, 0, b'*')?;
+        if count == 0 || count > self.limits.max_multibulk_len as u64 || self.auth_required {
+            return None;
+        }
+        let max_bulk = self.limits.max_bulk_len as u64;
+        for _ in 0..count {
+            let (len, next) = fast_header(buf, pos, b'$')?;
+            if len > max_bulk {
+                return None;
+            }
+            let end = next.checked_add(len as usize)?;
+            if buf.get(end..end.checked_add(2)?) != Some(b"\r\n") {
+                return None;
+            }
+            spans.push((next, end));
+            pos = end + 2;
+        }
+        Some(pos)
     }
 
     fn multibulk_start(
@@ -817,6 +858,113 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// [`one_by_one`] from 0 with the general path alone (no one-pass case).
+    fn one_by_one_general(parser: &mut RequestParser, buf: &[u8]) -> Vec<Step> {
+        let mut spans = Vec::new();
+        let mut out = Vec::new();
+        let mut at = 0;
+        loop {
+            spans.clear();
+            match parser.parse_general(&buf[at..], &mut spans) {
+                Ok(Some((n, kind))) => {
+                    let data = match kind {
+                        RequestKind::Multibulk => &buf[at..],
+                        RequestKind::Inline => parser.inline_buf(),
+                    };
+                    let args = Args::new(data, &spans).iter().map(<[u8]>::to_vec).collect();
+                    out.push(Ok(Some((n, kind, args))));
+                    at += n;
+                }
+                other => {
+                    out.push(other.map(|_| None));
+                    return out;
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn one_pass_case_gives_what_the_general_path_gives() {
+        // Whole and cut-short commands, odd headers, and each limit's edge, two at a time,
+        // every prefix, under default and small limits, authenticated or not.
+        let long = |n: usize| {
+            let mut v = format!("*1\r\n${n}\r\n").into_bytes();
+            v.extend(std::iter::repeat_n(b'x', n));
+            v.extend_from_slice(b"\r\n");
+            v
+        };
+        let many = |n: usize| {
+            let mut v = format!("*{n}\r\n").into_bytes();
+            for _ in 0..n {
+                v.extend_from_slice(b"$1\r\na\r\n");
+            }
+            v
+        };
+        let mut corpus: Vec<Vec<u8>> = [
+            &b"*1\r\n$4\r\nPING\r\n"[..],
+            b"*3\r\n$3\r\nSET\r\n$3\r\nkey\r\n$5\r\nvalue\r\n",
+            b"*2\r\n$3\r\nGET\r\n$0\r\n\r\n",
+            b"*0\r\n",
+            b"*-1\r\n",
+            b"*01\r\n$4\r\nPING\r\n",
+            b"*1\r\n$04\r\nPING\r\n",
+            b"*+1\r\n$4\r\nPING\r\n",
+            b"*1\r\n$-1\r\n",
+            b"*1\r\n$4\r\nPINGxx",
+            b"*1\r\n$4\r\nPING\n\n",
+            b"*2\r\n$1\r\na\r\n+x\r\n",
+            b"*1\r\n$4 \r\nPING\r\n",
+            b"*1 \r\n$4\r\nPING\r\n",
+            b"*1\n$4\r\nPING\r\n",
+            b"*1\r\n$99999999999999999999\r\n",
+            b"*99999999999999999999\r\n",
+            b"*\r\n",
+            b"*1\r\n$\r\n",
+            b"PING\r\n",
+            b"SET a 'b c'\n",
+            b"\r\n",
+        ]
+        .iter()
+        .map(|c| c.to_vec())
+        .collect();
+        corpus.extend([long(16), long(17), many(8), many(9), many(10), many(11)]);
+        corpus.push(long(2001));
+        let small = Limits {
+            max_bulk_len: 16,
+            max_multibulk_len: 8,
+            max_inline_len: 32,
+        };
+        let mut checked = 0;
+        for a in &corpus {
+            for b in &corpus {
+                let both = [&a[..], &b[..]].concat();
+                for cut in 0..=both.len() {
+                    // Every prefix of the short pairs; of the long ones, the edges.
+                    if both.len() > 200 && cut > 40 && cut + 40 < both.len() {
+                        continue;
+                    }
+                    let buf = &both[..cut];
+                    for limits in [Limits::default(), small] {
+                        for auth in [false, true] {
+                            let mut fast = RequestParser::new(limits);
+                            fast.set_auth_required(auth);
+                            let mut general = RequestParser::new(limits);
+                            general.set_auth_required(auth);
+                            assert_eq!(
+                                one_by_one(&mut fast, buf, 0),
+                                one_by_one_general(&mut general, buf),
+                                "{:?} (limits {limits:?}, auth {auth})",
+                                String::from_utf8_lossy(buf)
+                            );
+                            checked += 1;
+                        }
+                    }
+                }
+            }
+        }
+        assert!(checked > 100_000, "{checked}");
     }
 
     /// [`Batch::fill`] (at most `max`), then the parser on from [`Batch::end`]: the same
