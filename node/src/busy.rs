@@ -261,6 +261,19 @@ mod tests {
     use std::os::fd::AsRawFd;
     use std::os::unix::net::UnixStream;
 
+    /// What a nonblocking socket holds now.
+    fn read_all(mut r: &UnixStream) -> Vec<u8> {
+        let mut out = Vec::new();
+        let mut buf = [0u8; 65536];
+        while let Ok(n) = r.read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+            out.extend_from_slice(&buf[..n]);
+        }
+        out
+    }
+
     /// The replies a socket cannot take at once are kept for the connection, which stops
     /// being answered here: every answered command has its reply, written or kept, in
     /// order, and the commands after them stay in the socket.
@@ -307,28 +320,14 @@ mod tests {
         assert!(!kept.is_empty());
         // What the socket took, then what was kept: whole -BUSY replies, one per command
         // taken from the socket.
-        let mut written = Vec::new();
-        let mut buf = [0u8; 65536];
-        while let Ok(n) = theirs.read(&mut buf) {
-            if n == 0 {
-                break;
-            }
-            written.extend_from_slice(&buf[..n]);
-        }
-        let all = [written, kept.clone()].concat();
+        let all = [read_all(&theirs), kept.clone()].concat();
         let text = String::from_utf8(all).expect("text");
         let replies: Vec<&str> = text.split_terminator("\r\n").collect();
         assert!(
             replies.iter().all(|r| r.starts_with("-BUSY ")),
             "{replies:?}"
         );
-        let mut left = Vec::new();
-        while let Ok(n) = (&ours).read(&mut buf) {
-            if n == 0 {
-                break;
-            }
-            left.extend_from_slice(&buf[..n]);
-        }
+        let left = read_all(&ours);
         assert_eq!(left.len() % ping.len(), 0, "whole commands stay");
         assert_eq!(replies.len() + left.len() / ping.len(), sent);
         // A second pass leaves the connection alone.

@@ -366,7 +366,7 @@ impl RequestParser {
         spans: &mut Vec<(usize, usize)>,
     ) -> Result<Option<(usize, RequestKind)>, ProtocolError> {
         spans.clear();
-        if matches!(self.state, State::Idle) && buf.first() == Some(&b'*') {
+        if matches!(self.state, State::Idle) {
             if let Some(consumed) = self.complete_multibulk(buf, spans) {
                 return Ok(Some((consumed, RequestKind::Multibulk)));
             }
@@ -836,38 +836,38 @@ mod tests {
     /// One parse result: (consumed, kind, args), `None` for incomplete.
     type Step = Result<Option<(usize, RequestKind, Vec<Vec<u8>>)>, ProtocolError>;
 
+    /// One way to parse a command: [`RequestParser::parse`] or its general path alone.
+    type ParseFn = fn(
+        &mut RequestParser,
+        &[u8],
+        &mut Vec<(usize, usize)>,
+    ) -> Result<Option<(usize, RequestKind)>, ProtocolError>;
+
     /// Every command `parser` finds in `buf` from `at`, one call at a time, until one is
     /// incomplete (`None` last) or an error (`Err` last).
-    fn one_by_one(parser: &mut RequestParser, buf: &[u8], mut at: usize) -> Vec<Step> {
-        let mut spans = Vec::new();
-        let mut out = Vec::new();
-        loop {
-            match parser.parse(&buf[at..], &mut spans) {
-                Ok(Some((n, kind))) => {
-                    let data = match kind {
-                        RequestKind::Multibulk => &buf[at..],
-                        RequestKind::Inline => parser.inline_buf(),
-                    };
-                    let args = Args::new(data, &spans).iter().map(<[u8]>::to_vec).collect();
-                    out.push(Ok(Some((n, kind, args))));
-                    at += n;
-                }
-                other => {
-                    out.push(other.map(|_| None));
-                    return out;
-                }
-            }
-        }
+    fn one_by_one(parser: &mut RequestParser, buf: &[u8], at: usize) -> Vec<Step> {
+        one_by_one_with(parser, buf, at, RequestParser::parse)
     }
 
     /// [`one_by_one`] from 0 with the general path alone (no one-pass case).
     fn one_by_one_general(parser: &mut RequestParser, buf: &[u8]) -> Vec<Step> {
+        one_by_one_with(parser, buf, 0, |p, b, spans| {
+            spans.clear();
+            p.parse_general(b, spans)
+        })
+    }
+
+    /// [`one_by_one`], each command parsed by `parse`.
+    fn one_by_one_with(
+        parser: &mut RequestParser,
+        buf: &[u8],
+        mut at: usize,
+        parse: ParseFn,
+    ) -> Vec<Step> {
         let mut spans = Vec::new();
         let mut out = Vec::new();
-        let mut at = 0;
         loop {
-            spans.clear();
-            match parser.parse_general(&buf[at..], &mut spans) {
+            match parse(parser, &buf[at..], &mut spans) {
                 Ok(Some((n, kind))) => {
                     let data = match kind {
                         RequestKind::Multibulk => &buf[at..],
