@@ -13,6 +13,7 @@
 //! - [`pattern`]: Redis glob matching (KEYS, SCAN MATCH, CONFIG GET).
 //! - [`clock`]: wall-clock time in nanoseconds.
 //! - [`inline`]: short byte strings kept inline (list elements, hash fields, set members).
+//! - [`arena`]: the jemalloc arena of the longer ones, in base pages (no huge pages).
 //! - [`posindex`]: the content index of a big set's members or a big hash's fields.
 //! - [`tags`]: key tags (Ember only), kept beside each [`Table`].
 //! - [`events`]: key events recorded for keyspace notifications (lazy expiry, new keys).
@@ -20,6 +21,7 @@
 #![deny(missing_docs)]
 
 pub mod aof;
+pub mod arena;
 pub mod clock;
 pub mod compress;
 pub mod events;
