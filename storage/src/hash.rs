@@ -101,14 +101,16 @@ impl Hash {
                     self.pairs[i].1 = InlineBytes::new(value);
                     return false;
                 }
-                self.pairs.push((InlineBytes::new(field), InlineBytes::new(value)));
+                self.pairs
+                    .push((InlineBytes::new(field), InlineBytes::new(value)));
             }
             None => {
                 if let Some(i) = self.pairs.iter().position(|(f, _)| &**f == field) {
                     self.pairs[i].1 = InlineBytes::new(value);
                     return false;
                 }
-                self.pairs.push((InlineBytes::new(field), InlineBytes::new(value)));
+                self.pairs
+                    .push((InlineBytes::new(field), InlineBytes::new(value)));
                 if self.pairs.len() > MAX_LISTPACK_ENTRIES {
                     self.convert();
                 }
@@ -232,7 +234,11 @@ impl Hash {
 
     /// Approximate heap bytes owned.
     pub fn heap_size(&self) -> usize {
-        let data: usize = self.pairs.iter().map(|(f, v)| f.heap_len() + v.heap_len()).sum();
+        let data: usize = self
+            .pairs
+            .iter()
+            .map(|(f, v)| f.heap_len() + v.heap_len())
+            .sum();
         let slots = self.pairs.capacity() * std::mem::size_of::<Pair>();
         let index = self.index.as_ref().map_or(0, |ix| {
             ix.capacity() * PosIndex::BUCKET_BYTES + std::mem::size_of::<PosIndex>()

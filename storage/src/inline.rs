@@ -1,5 +1,5 @@
 //! [`InlineBytes`]: an owned byte string that keeps up to 22 bytes inside its own 24
-//! bytes and only longer ones on the heap. List elements, hash fields and set members are
+//! bytes and only longer ones on the heap. List elements, hash fields and values and set members are
 //! mostly short: inline, they cost no allocation and no pointer chase when compared.
 //! Longer ones live in the list elements' own arena ([`crate::arena`]: base pages).
 
