@@ -1,5 +1,5 @@
 //! The heap bytes of collection elements ([`crate::inline::InlineBytes`]: list elements,
-//! set members, hash fields and values longer than 22 bytes) come from a jemalloc arena of
+//! set members and hash fields longer than 22 bytes) come from a jemalloc arena of
 //! their own, whose memory stays in base (4 KiB) pages.
 //!
 //! The rest of the heap is madvised into transparent huge pages (`thp:always`, set by the

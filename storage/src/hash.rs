@@ -21,9 +21,8 @@ pub const MAX_LISTPACK_ENTRIES: usize = 128;
 /// Longest field or value kept in the compact form (`hash-max-listpack-value`).
 pub const MAX_LISTPACK_VALUE: usize = 64;
 
-/// One field and its value, each inline when short (otherwise in the elements' arena,
-/// [`crate::arena`]).
-type Pair = (InlineBytes, InlineBytes);
+/// One field (inline when short) and its value.
+type Pair = (InlineBytes, Box<[u8]>);
 
 /// A Redis hash.
 #[derive(Clone, Debug, Default)]
@@ -89,6 +88,11 @@ impl Hash {
     /// Sets `field` to `value`; returns true when the field is new.
     #[inline]
     pub fn insert(&mut self, field: &[u8], value: &[u8]) -> bool {
+        self.insert_owned(field, value.into())
+    }
+
+    /// Sets `field` to the owned `value`; returns true when the field is new.
+    pub fn insert_owned(&mut self, field: &[u8], value: Box<[u8]>) -> bool {
         if self.index.is_none()
             && (field.len() > MAX_LISTPACK_VALUE || value.len() > MAX_LISTPACK_VALUE)
         {
@@ -98,19 +102,17 @@ impl Hash {
             Some(ix) => {
                 let pos = self.pairs.len();
                 if let Err(i) = ix.insert(field, pos, |i| self.pairs[i].0.as_bytes()) {
-                    self.pairs[i].1 = InlineBytes::new(value);
+                    self.pairs[i].1 = value;
                     return false;
                 }
-                self.pairs
-                    .push((InlineBytes::new(field), InlineBytes::new(value)));
+                self.pairs.push((InlineBytes::new(field), value));
             }
             None => {
                 if let Some(i) = self.pairs.iter().position(|(f, _)| &**f == field) {
-                    self.pairs[i].1 = InlineBytes::new(value);
+                    self.pairs[i].1 = value;
                     return false;
                 }
-                self.pairs
-                    .push((InlineBytes::new(field), InlineBytes::new(value)));
+                self.pairs.push((InlineBytes::new(field), value));
                 if self.pairs.len() > MAX_LISTPACK_ENTRIES {
                     self.convert();
                 }
@@ -234,11 +236,7 @@ impl Hash {
 
     /// Approximate heap bytes owned.
     pub fn heap_size(&self) -> usize {
-        let data: usize = self
-            .pairs
-            .iter()
-            .map(|(f, v)| f.heap_len() + v.heap_len())
-            .sum();
+        let data: usize = self.pairs.iter().map(|(f, v)| f.heap_len() + v.len()).sum();
         let slots = self.pairs.capacity() * std::mem::size_of::<Pair>();
         let index = self.index.as_ref().map_or(0, |ix| {
             ix.capacity() * PosIndex::BUCKET_BYTES + std::mem::size_of::<PosIndex>()

@@ -1,7 +1,7 @@
 //! [`InlineBytes`]: an owned byte string that keeps up to 22 bytes inside its own 24
-//! bytes and only longer ones on the heap. List elements, set members and hash fields and
-//! values are mostly short: inline, they cost no allocation and no pointer chase when
-//! compared. Longer ones live in the elements' own arena ([`crate::arena`]: base pages).
+//! bytes and only longer ones on the heap. List elements, set members and hash fields are
+//! mostly short: inline, they cost no allocation and no pointer chase when compared.
+//! Longer ones live in the elements' own arena ([`crate::arena`]: base pages).
 
 use std::ops::Deref;
 use std::ptr::NonNull;

@@ -12,8 +12,7 @@
 //! - [`aof`]: the append-only file format: Redis 7 manifest, RESP command reader.
 //! - [`pattern`]: Redis glob matching (KEYS, SCAN MATCH, CONFIG GET).
 //! - [`clock`]: wall-clock time in nanoseconds.
-//! - [`inline`]: short byte strings kept inline (list elements, hash fields and values, set
-//!   members).
+//! - [`inline`]: short byte strings kept inline (list elements, hash fields, set members).
 //! - [`arena`]: the jemalloc arena of the longer ones, in base pages (no huge pages).
 //! - [`posindex`]: the content index of a big set's members or a big hash's fields.
 //! - [`tags`]: key tags (Ember only), kept beside each [`Table`].
