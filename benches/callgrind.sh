@@ -55,7 +55,7 @@ work=0
 for f in "$OUTDIR"/cg.out.*.1-*; do
     ir=$(grep -m1 '^summary:' "$f" | awk '{print $2}')
     total=$((total + ir))
-    if grep -q -E 'conn::serve|aeMain' "$f"; then work=$((work + ir)); fi
+    if grep -q -E 'node::conn::|aeMain' "$f"; then work=$((work + ir)); fi
 done
 # ember-load sends one probe request before the measured ones.
 echo "$server $cmd n=$n keys=$keys clients=$CLIENTS pipeline=$PIPELINE Ir/cmd=$((work / (n + 1))) all/cmd=$((total / (n + 1))) files=$OUTDIR"
