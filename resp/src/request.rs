@@ -155,6 +155,19 @@ pub(crate) fn string2ll(s: &[u8]) -> Option<i64> {
 #[inline(always)]
 fn fast_header(buf: &[u8], pos: usize, prefix: u8) -> Option<(u64, usize)> {
     let rest = buf.get(pos..)?;
+    // One or two digits (argument counts, command names, most keys): no loop.
+    if let Some(&[p, d0, d1, d2, d3]) = rest.get(..5) {
+        if p != prefix {
+            return None;
+        }
+        let (a, b) = (d0.wrapping_sub(b'0'), d1.wrapping_sub(b'0'));
+        if a < 10 && d1 == b'\r' && d2 == b'\n' {
+            return Some((u64::from(a), pos + 4));
+        }
+        if (1..10).contains(&a) && b < 10 && d2 == b'\r' && d3 == b'\n' {
+            return Some((u64::from(a) * 10 + u64::from(b), pos + 5));
+        }
+    }
     if rest.first() != Some(&prefix) {
         return None;
     }
@@ -360,6 +373,9 @@ impl RequestParser {
     /// * `Ok(None)`: incomplete; call again with the same bytes plus more
     ///   (the parser resumes where it stopped instead of rescanning).
     /// * `Err(e)`: protocol error; reply `-ERR {e}` and close.
+    ///
+    /// Inlined into the caller: the one-pass case costs no call; the rest is out of line.
+    #[inline]
     pub fn parse(
         &mut self,
         buf: &[u8],
@@ -376,6 +392,7 @@ impl RequestParser {
     }
 
     /// [`RequestParser::parse`] without its one-pass case (`spans` already cleared).
+    #[inline(never)]
     fn parse_general(
         &mut self,
         buf: &[u8],
@@ -832,6 +849,71 @@ impl Batch {
 mod tests {
     use super::*;
     use ProtocolError as E;
+
+    /// [`fast_header`] as it was before its one- and two-digit cases: the digit loop alone.
+    fn header_by_loop(buf: &[u8], pos: usize, prefix: u8) -> Option<(u64, usize)> {
+        let rest = buf.get(pos..)?;
+        if rest.first() != Some(&prefix) {
+            return None;
+        }
+        let mut v: u64 = 0;
+        let mut i = 1;
+        while let Some(&c) = rest.get(i) {
+            if !c.is_ascii_digit() {
+                break;
+            }
+            if i > 18 || (i == 2 && v == 0) {
+                return None;
+            }
+            v = v * 10 + u64::from(c - b'0');
+            i += 1;
+        }
+        (i > 1 && rest.get(i) == Some(&b'\r') && rest.get(i + 1) == Some(&b'\n'))
+            .then_some((v, pos + i + 2))
+    }
+
+    #[test]
+    fn fast_header_agrees_with_the_digit_loop() {
+        // Every string of up to 6 bytes after the prefix over these bytes, at two offsets.
+        let alphabet = b"0159\r\n-x$";
+        let mut bodies: Vec<Vec<u8>> = vec![Vec::new()];
+        let mut all = Vec::new();
+        for _ in 0..6 {
+            let mut next = Vec::new();
+            for b in &bodies {
+                for &c in alphabet {
+                    let mut n = b.clone();
+                    n.push(c);
+                    next.push(n);
+                }
+            }
+            all.extend(bodies);
+            bodies = next;
+        }
+        all.extend(bodies);
+        let mut checked = 0;
+        for body in &all {
+            for lead in [&b""[..], b"ab"] {
+                for prefix in [b'$', b'*'] {
+                    let buf = [lead, &[prefix], body].concat();
+                    for want in [b'$', b'*'] {
+                        assert_eq!(
+                            fast_header(&buf, lead.len(), want),
+                            header_by_loop(&buf, lead.len(), want),
+                            "{:?}",
+                            String::from_utf8_lossy(&buf)
+                        );
+                        checked += 1;
+                    }
+                }
+            }
+        }
+        assert!(checked > 1_000_000, "{checked}");
+        assert_eq!(fast_header(b"$7\r\n", 0, b'$'), Some((7, 4)));
+        assert_eq!(fast_header(b"$42\r\nx", 0, b'$'), Some((42, 5)));
+        assert_eq!(fast_header(b"$256\r\n", 0, b'$'), Some((256, 6)));
+        assert_eq!(fast_header(b"$05\r\n", 0, b'$'), None);
+    }
 
     /// One parse result: (consumed, kind, args), `None` for incomplete.
     type Step = Result<Option<(usize, RequestKind, Vec<Vec<u8>>)>, ProtocolError>;
