@@ -182,7 +182,7 @@ fn answer_one(
         info.busy_pending.store(true, Relaxed);
         // It waits for input, which may not come before these replies do: wake it (it
         // runs once the script ends).
-        info.kill_notify.notify_one();
+        info.waker.wake();
     }
 }
 

@@ -8,9 +8,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering::
 use std::sync::Arc;
 use std::time::Instant;
 
+use atomic_waker::AtomicWaker;
 use parking_lot::Mutex;
 use resp::Protocol;
-use tokio::sync::Notify;
 
 /// The part of a client other threads may read or signal.
 pub struct ClientInfo {
@@ -42,8 +42,9 @@ pub struct ClientInfo {
     pub qbuf: AtomicUsize,
     /// Set by CLIENT KILL; the connection closes at its next wake-up.
     pub killed: AtomicBool,
-    /// Wakes the connection task when `killed` is set, or when `busy_out` holds replies.
-    pub kill_notify: Notify,
+    /// The connection task's waker, woken when `killed` is set or `busy_pending` raised:
+    /// the task registers it, then reads the flags ([`ClientInfo::signalled`]).
+    pub waker: AtomicWaker,
     /// Set when a key this client watches is written (EXEC then aborts).
     pub watch_dirty: AtomicBool,
     /// Commands queued in MULTI; -1 outside MULTI (CLIENT LIST `multi=`).
@@ -79,7 +80,7 @@ impl ClientInfo {
             lib_ver: Mutex::new(Vec::new()),
             qbuf: AtomicUsize::new(0),
             killed: AtomicBool::new(false),
-            kill_notify: Notify::new(),
+            waker: AtomicWaker::new(),
             watch_dirty: AtomicBool::new(false),
             multi_len: std::sync::atomic::AtomicI64::new(-1),
             sub_counts: Default::default(),
@@ -90,10 +91,17 @@ impl ClientInfo {
         }
     }
 
+    /// Whether the connection was killed or, with `busy`, handed replies by a busy
+    /// script's hook (`busy_pending`).
+    #[inline]
+    pub fn signalled(&self, busy: bool) -> bool {
+        self.killed.load(Relaxed) || (busy && self.busy_pending.load(Relaxed))
+    }
+
     /// Asks the connection to close.
     pub fn kill(&self) {
         self.killed.store(true, Relaxed);
-        self.kill_notify.notify_one();
+        self.waker.wake();
     }
 
     /// Marks activity now.

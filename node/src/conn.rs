@@ -1,8 +1,10 @@
 //! One client connection: read, parse every complete command in the buffer, execute each,
 //! write all replies at once (a pipeline is one batch, one write).
 
+use std::future::Future;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
+use std::task::Poll;
 use std::time::{Duration, Instant};
 
 use resp::{Args, Batch, Limits, OwnedArgs, Protocol, ReplyWriter, RequestKind, RequestParser};
@@ -15,7 +17,7 @@ use tracing::debug;
 use crate::blocking::{TimeoutReply, Waiter, Wake};
 use crate::client::{Client, ClientInfo, Queued, ReplyMode};
 use crate::cluster::route::Routed;
-use crate::ctx::{run_command_since, CmdRng, Ctx};
+use crate::ctx::{CmdRng, Ctx};
 use crate::error::{CmdError, CmdResult};
 use crate::registry::{flags, CommandSpec, Unresolved};
 use crate::server::Server;
@@ -174,11 +176,41 @@ struct LastCommand {
 }
 
 impl LastCommand {
+    /// Whether `name` is the kept name (`self.len != 0`): two overlapping word loads from
+    /// each side instead of a `memcmp` call.
+    #[inline(always)]
+    fn same(&self, name: &[u8]) -> bool {
+        let n = usize::from(self.len);
+        let Some(kept) = self.name.get(..n) else {
+            return false;
+        };
+        if name.len() != n {
+            return false;
+        }
+        fn word<const W: usize>(b: &[u8], at: usize) -> [u8; W] {
+            let mut w = [0u8; W];
+            w.copy_from_slice(&b[at..at + W]);
+            w
+        }
+        match n {
+            8..=16 => {
+                word::<8>(name, 0) == word::<8>(kept, 0)
+                    && word::<8>(name, n - 8) == word::<8>(kept, n - 8)
+            }
+            4..=7 => {
+                word::<4>(name, 0) == word::<4>(kept, 0)
+                    && word::<4>(name, n - 4) == word::<4>(kept, n - 4)
+            }
+            1..=3 => name[0] == kept[0] && name[n / 2] == kept[n / 2] && name[n - 1] == kept[n - 1],
+            _ => name == kept,
+        }
+    }
+
     /// The index of `args`'s command, from the cache when its name is the same bytes.
     #[inline]
     fn resolve(&mut self, server: &Server, args: Args<'_>) -> Result<usize, CmdError> {
         let name = args.arg(0);
-        if self.len != 0 && name == &self.name[..usize::from(self.len)] {
+        if self.len != 0 && self.same(name) {
             return Ok(self.idx as usize);
         }
         // A top-level command with a handler and no subcommands is what the name alone
@@ -251,9 +283,26 @@ impl Conn {
                     && !self.client.cluster.readonly
                     && !self.client.cluster.asking,
             );
-            let n = tokio::select! {
-                r = stream.read_buf(&mut self.rbuf) => r?,
-                _ = info.kill_notify.notified() => {
+            let input = if timeout == 0 && !subscribed {
+                // The usual wait: input, or a kill or busy replies.
+                match until_signalled(&info, true, stream.read_buf(&mut self.rbuf)).await {
+                    Some(r) => Input::Read(r?),
+                    None => Input::Signal,
+                }
+            } else {
+                tokio::select! {
+                    r = stream.read_buf(&mut self.rbuf) => Input::Read(r?),
+                    _ = signalled(&info, true) => Input::Signal,
+                    // An async block: select! builds every branch's future, also a disabled
+                    // one, and `sleep` itself reads the clock and sets up a timer entry.
+                    _ = async { tokio::time::sleep(Duration::from_secs(timeout)).await },
+                        if timeout > 0 && !subscribed => return Ok(Ended::Closed),
+                    m = recv_message(&mut self.client.sub_rx), if subscribed => Input::Message(m),
+                }
+            };
+            let n = match input {
+                Input::Read(n) => n,
+                Input::Signal => {
                     if !info.busy_pending.load(Relaxed) || info.killed.load(Relaxed) {
                         return Ok(Ended::Closed);
                     }
@@ -263,11 +312,7 @@ impl Conn {
                     self.flush(&mut stream).await?;
                     continue;
                 }
-                // An async block: select! builds every branch's future, also a disabled
-                // one, and `sleep` itself reads the clock and sets up a timer entry.
-                _ = async { tokio::time::sleep(Duration::from_secs(timeout)).await },
-                    if timeout > 0 && !subscribed => return Ok(Ended::Closed),
-                m = recv_message(&mut self.client.sub_rx), if subscribed => {
+                Input::Message(m) => {
                     if let Some(m) = m {
                         self.deliver(&mut stream, m).await?;
                     }
@@ -354,12 +399,13 @@ impl Conn {
             // Commands reach the AOF (and, with appendfsync always, the disk) before any
             // reply that could acknowledge them.
             self.server.aof.before_reply();
-            let info = self.client.info.clone();
-            tokio::select! {
-                r = stream.write_all(self.out.buffer()) => r?,
-                _ = info.kill_notify.notified() => {
-                    return Err(std::io::ErrorKind::ConnectionAborted.into());
-                }
+            let info = &self.client.info;
+            if until_signalled(info, false, stream.write_all(self.out.buffer()))
+                .await
+                .transpose()?
+                .is_none()
+            {
+                return Err(std::io::ErrorKind::ConnectionAborted.into());
             }
             WorkerStats::add(&self.stats.net_output, self.out.len() as u64);
             self.out.clear();
@@ -563,6 +609,53 @@ impl Drop for Rest<'_> {
     }
 }
 
+/// What ended a connection's wait for input.
+enum Input {
+    /// This many bytes were read (0: the peer closed).
+    Read(usize),
+    /// Killed, or handed busy replies ([`ClientInfo::signalled`]).
+    Signal,
+    /// A pub/sub message (None: the mailbox closed).
+    Message(Option<Vec<u8>>),
+}
+
+/// `fut`'s output, or None once the connection is [signalled](ClientInfo::signalled)
+/// first. While `fut` is pending it registers the task's waker with the connection
+/// ([`ClientInfo::waker`]) and then reads the flags, so a kill is never missed: a waker
+/// swap and two loads, where a `Notify` waiter takes a lock to enter its list and another
+/// to leave it (a tenth of PING's instructions outside the commands).
+async fn until_signalled<F: Future>(info: &ClientInfo, busy: bool, fut: F) -> Option<F::Output> {
+    let mut fut = std::pin::pin!(fut);
+    std::future::poll_fn(|cx| {
+        if let Poll::Ready(v) = fut.as_mut().poll(cx) {
+            return Poll::Ready(Some(v));
+        }
+        info.waker.register(cx.waker());
+        if info.signalled(busy) {
+            Poll::Ready(None)
+        } else {
+            Poll::Pending
+        }
+    })
+    .await
+}
+
+/// Completes once the connection is [signalled](ClientInfo::signalled) (a `select!`
+/// branch; see [`until_signalled`]).
+fn signalled(info: &ClientInfo, busy: bool) -> impl Future<Output = ()> + '_ {
+    std::future::poll_fn(move |cx| {
+        if info.signalled(busy) {
+            return Poll::Ready(());
+        }
+        info.waker.register(cx.waker());
+        if info.signalled(busy) {
+            Poll::Ready(())
+        } else {
+            Poll::Pending
+        }
+    })
+}
+
 /// The next pub/sub message, or never when the client has no mailbox.
 async fn recv_message(
     rx: &mut Option<tokio::sync::mpsc::UnboundedReceiver<Vec<u8>>>,
@@ -641,7 +734,7 @@ impl Conn {
                 tokio::select! {
                     w = &mut rx => Ev::Woken(w.ok()),
                     _ = sleep => Ev::Timeout,
-                    _ = info.kill_notify.notified() => Ev::Gone,
+                    _ = signalled(&info, false) => Ev::Gone,
                     r = stream.read_buf(&mut self.rbuf) => match r {
                         Ok(0) | Err(_) => Ev::Gone,
                         Ok(_) => Ev::Input,
@@ -738,7 +831,7 @@ impl Conn {
                     self.out.buffer_mut().extend_from_slice(&b.on_timeout);
                     return Ok(false);
                 }
-                _ = info.kill_notify.notified() => return Ok(true),
+                _ = signalled(&info, false) => return Ok(true),
                 r = stream.read_buf(&mut self.rbuf) => match r {
                     Ok(0) | Err(_) => return Ok(true),
                     Ok(_) => {
@@ -959,7 +1052,7 @@ fn run_now<'s>(
         rng: CmdRng::Thread,
         park,
     };
-    let (r, ended) = run_command_since(&mut ctx, idx, args, now);
+    let (r, ended) = crate::ctx::run_command_inline(&mut ctx, idx, args, now);
     *clock = Some(ended);
     if let Some(req) = client.block_request.take() {
         if r.is_ok() {
@@ -993,7 +1086,7 @@ fn run_now<'s>(
 
 /// Writes a command's error (flagging a transaction being queued when the command was
 /// `rejected` before running) and applies CLIENT REPLY OFF/SKIP.
-#[inline]
+#[inline(always)]
 fn finish(
     stats: &WorkerStats,
     client: &mut Client,
@@ -1002,6 +1095,22 @@ fn finish(
     result: CmdResult,
     rejected: bool,
 ) -> Option<Blocked> {
+    if result.is_err() || matches!(client.reply_mode, ReplyMode::Off | ReplyMode::Skipping) {
+        finish_rest(stats, client, out, mark, result, rejected);
+    }
+    None
+}
+
+/// [`finish`] for an error or a reply not to be sent, out of line.
+#[inline(never)]
+fn finish_rest(
+    stats: &WorkerStats,
+    client: &mut Client,
+    out: &mut ReplyWriter,
+    mark: usize,
+    result: CmdResult,
+    rejected: bool,
+) {
     if let Err(e) = result {
         if let Some(m) = client.multi.as_mut() {
             m.dirty |= rejected;
@@ -1013,7 +1122,6 @@ fn finish(
     if matches!(client.reply_mode, ReplyMode::Off | ReplyMode::Skipping) {
         out.truncate(mark);
     }
-    None
 }
 
 /// Takes this worker's gate for a command. While a script or function has run past
@@ -1073,4 +1181,103 @@ fn unknown_command(args: Args<'_>) -> CmdError {
         lossy(args.arg(0), 128),
         rest
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn last_command_compares_every_byte_and_the_length() {
+        let names: Vec<Vec<u8>> = (1..=16u8)
+            .map(|n| (0..n).map(|i| b'a' + i).collect())
+            .collect();
+        for name in &names {
+            let mut last = LastCommand {
+                len: name.len() as u8,
+                idx: 7,
+                ..Default::default()
+            };
+            last.name[..name.len()].copy_from_slice(name);
+            assert!(last.same(name));
+            for other in &names {
+                assert_eq!(last.same(other), other == name, "{name:?} {other:?}");
+            }
+            for i in 0..name.len() {
+                let mut changed = name.clone();
+                changed[i] ^= 0x20;
+                assert!(!last.same(&changed), "{name:?} byte {i}");
+            }
+        }
+        // A name longer than the kept bytes never matches.
+        let last = LastCommand {
+            len: 16,
+            name: *b"abcdefghijklmnop",
+            idx: 1,
+        };
+        assert!(!last.same(b"abcdefghijklmnopq"));
+    }
+
+    fn info() -> Arc<ClientInfo> {
+        let addr = "127.0.0.1:1".parse().unwrap();
+        Arc::new(ClientInfo::new(1, addr, addr, -1))
+    }
+
+    #[tokio::test]
+    async fn until_signalled_gives_the_output_or_stops_at_a_kill() {
+        let i = info();
+        assert_eq!(until_signalled(&i, false, async { 5 }).await, Some(5));
+        // Pending, then killed from another thread: woken, and None.
+        let killer = {
+            let i = i.clone();
+            std::thread::spawn(move || {
+                std::thread::sleep(Duration::from_millis(50));
+                i.kill();
+            })
+        };
+        let r = tokio::time::timeout(
+            Duration::from_secs(10),
+            until_signalled(&i, false, std::future::pending::<()>()),
+        )
+        .await;
+        killer.join().unwrap();
+        assert_eq!(r, Ok(None));
+        // Killed before the wait: at once.
+        assert_eq!(
+            until_signalled(&i, false, std::future::pending::<()>()).await,
+            None
+        );
+    }
+
+    #[tokio::test]
+    async fn busy_replies_signal_only_the_input_wait() {
+        let i = info();
+        i.busy_pending.store(true, Relaxed);
+        assert_eq!(
+            until_signalled(&i, true, std::future::pending::<()>()).await,
+            None
+        );
+        let waited = tokio::time::timeout(
+            Duration::from_millis(50),
+            until_signalled(&i, false, std::future::pending::<()>()),
+        )
+        .await;
+        assert!(
+            waited.is_err(),
+            "a flush or a block does not stop for busy replies"
+        );
+        // The select! branch: woken by a later kill.
+        let j = info();
+        let killer = {
+            let j = j.clone();
+            std::thread::spawn(move || {
+                std::thread::sleep(Duration::from_millis(50));
+                j.kill();
+            })
+        };
+        tokio::time::timeout(Duration::from_secs(10), signalled(&j, false))
+            .await
+            .expect("woken by the kill");
+        killer.join().unwrap();
+    }
 }

@@ -215,22 +215,31 @@ pub fn run_command_since(
     args: Args<'_>,
     t0: u64,
 ) -> (CmdResult, u64) {
+    run_command_inline(ctx, idx, args, t0)
+}
+
+/// [`run_command_since`], inlined where the connection loop runs a command (a call less,
+/// and its register saves, per command).
+#[inline(always)]
+pub(crate) fn run_command_inline(
+    ctx: &mut Ctx<'_>,
+    idx: usize,
+    args: Args<'_>,
+    t0: u64,
+) -> (CmdResult, u64) {
     let spec = ctx.server.registry.entry(idx).spec;
     let cstat = &ctx.stats.cmd[idx];
-    let server = ctx.server;
-    let aof = match crate::aof::begin(server, &mut ctx.now, spec, ctx.out.len()) {
-        Ok(a) => a,
-        Err(e) => return (Err(e), t0),
+    let r = if ctx.server.aof.on() {
+        match run_logged(ctx, idx, args, spec) {
+            Ok(r) => r,
+            Err(e) => return (Err(e), t0),
+        }
+    } else {
+        let saved = std::mem::replace(&mut ctx.cmd_index, idx);
+        let r = run_handler(ctx, args, spec);
+        ctx.cmd_index = saved;
+        r
     };
-    let saved = std::mem::replace(&mut ctx.cmd_index, idx);
-    let r = match spec.handler {
-        Some(h) => h(ctx, args),
-        None => Err(CmdError::err("no handler")),
-    };
-    if let Some(scope) = aof {
-        crate::aof::end(ctx, scope, idx, args, r.is_ok());
-    }
-    ctx.cmd_index = saved;
     crate::notify::flush_recorded(ctx.server);
     WorkerStats::add(&cstat.calls, 1);
     let t1 = storage::clock::now_ns();
@@ -243,6 +252,34 @@ pub fn run_command_since(
         note_reads(ctx.server, ctx.client, spec, &args);
     }
     (r, t1)
+}
+
+/// Calls `spec`'s handler.
+#[inline(always)]
+fn run_handler(ctx: &mut Ctx<'_>, args: Args<'_>, spec: &CommandSpec) -> CmdResult {
+    match spec.handler {
+        Some(h) => h(ctx, args),
+        None => Err(CmdError::err("no handler")),
+    }
+}
+
+/// The handler call of [`run_command_inline`] with the AOF on, out of line: the command
+/// is appended to the AOF (see [`crate::aof`]); Err when it may not run (MISCONF).
+#[inline(never)]
+fn run_logged(
+    ctx: &mut Ctx<'_>,
+    idx: usize,
+    args: Args<'_>,
+    spec: &CommandSpec,
+) -> Result<CmdResult, CmdError> {
+    let aof = crate::aof::begin(ctx.server, &mut ctx.now, spec, ctx.out.len())?;
+    let saved = std::mem::replace(&mut ctx.cmd_index, idx);
+    let r = run_handler(ctx, args, spec);
+    if let Some(scope) = aof {
+        crate::aof::end(ctx, scope, idx, args, r.is_ok());
+    }
+    ctx.cmd_index = saved;
+    Ok(r)
 }
 
 /// After a successful read-only command of a tracking client (default mode): remembers its
