@@ -667,8 +667,18 @@ async fn recv_message(
 }
 
 /// Prefetches the key of command `i` of `batch` (parsed from `buf`), if it has one.
-#[inline]
+/// The bounds check is inline (a batch of PINGs holds two commands, so most have none
+/// to prefetch), the lookup and the prefetch out of line.
+#[inline(always)]
 fn prefetch_key(server: &Server, db: usize, buf: &[u8], batch: &Batch, i: usize) {
+    if i < batch.len() {
+        prefetch_parsed(server, db, buf, batch, i);
+    }
+}
+
+/// [`prefetch_key`] for a command of the batch.
+#[inline(never)]
+fn prefetch_parsed(server: &Server, db: usize, buf: &[u8], batch: &Batch, i: usize) {
     if let Some(key) = batch.key(buf, i).filter(|k| !k.is_empty()) {
         server.keyspace.prefetch(db, key);
     }
@@ -881,10 +891,12 @@ fn prepare(
     parked: &Parked<'_>,
 ) -> Step {
     // CLIENT REPLY SKIP applies to the command after the SKIP.
-    match client.reply_mode {
-        ReplyMode::SkipNext => client.reply_mode = ReplyMode::Skipping,
-        ReplyMode::Skipping => client.reply_mode = ReplyMode::On,
-        _ => {}
+    if !matches!(client.reply_mode, ReplyMode::On) {
+        match client.reply_mode {
+            ReplyMode::SkipNext => client.reply_mode = ReplyMode::Skipping,
+            ReplyMode::Skipping => client.reply_mode = ReplyMode::On,
+            _ => {}
+        }
     }
     let mark = out.len();
     let reg = &server.registry;
@@ -892,12 +904,13 @@ fn prepare(
         Err(e) => Err(e),
         Ok(idx) => {
             let spec = reg.entry(idx).spec;
-            let cstat = &stats.cmd[idx];
+            // Only the rejections count here (the index is bounds-checked where used).
+            let rejected = || WorkerStats::add(&stats.cmd[idx].rejected, 1);
             if !spec.arity_ok(args.len()) {
-                WorkerStats::add(&cstat.rejected, 1);
+                rejected();
                 Err(CmdError::Arity(reg.entry(idx).full_name.clone()))
             } else if !client.authenticated && !spec.has(flags::NO_AUTH) {
-                WorkerStats::add(&cstat.rejected, 1);
+                rejected();
                 Err(CmdError::raw("NOAUTH Authentication required."))
             } else if !spec.has(flags::SUB_OK) && client.in_resp2_pubsub(out.protocol()) {
                 Err(CmdError::err(format!(
@@ -907,7 +920,7 @@ fn prepare(
             } else if let Err(e) =
                 crate::evict::admit(server, stats, client, idx, spec, gate_held, parked)
             {
-                WorkerStats::add(&cstat.rejected, 1);
+                rejected();
                 Err(e)
             } else if client.multi.is_some() && !spec.has(flags::TX_CONTROL) {
                 if spec.has(flags::NO_MULTI) {
@@ -1095,33 +1108,31 @@ fn finish(
     result: CmdResult,
     rejected: bool,
 ) -> Option<Blocked> {
-    if result.is_err() || matches!(client.reply_mode, ReplyMode::Off | ReplyMode::Skipping) {
-        finish_rest(stats, client, out, mark, result, rejected);
-    }
-    None
-}
-
-/// [`finish`] for an error or a reply not to be sent, out of line.
-#[inline(never)]
-fn finish_rest(
-    stats: &WorkerStats,
-    client: &mut Client,
-    out: &mut ReplyWriter,
-    mark: usize,
-    result: CmdResult,
-    rejected: bool,
-) {
     if let Err(e) = result {
-        if let Some(m) = client.multi.as_mut() {
-            m.dirty |= rejected;
-        }
-        out.truncate(mark);
-        out.error(&e.to_string());
-        WorkerStats::add(&stats.error_replies, 1);
+        error_reply(stats, client, out, mark, e, rejected);
     }
     if matches!(client.reply_mode, ReplyMode::Off | ReplyMode::Skipping) {
         out.truncate(mark);
     }
+    None
+}
+
+/// [`finish`]'s error case, out of line: the reply from `mark` on becomes the error.
+#[inline(never)]
+fn error_reply(
+    stats: &WorkerStats,
+    client: &mut Client,
+    out: &mut ReplyWriter,
+    mark: usize,
+    e: CmdError,
+    rejected: bool,
+) {
+    if let Some(m) = client.multi.as_mut() {
+        m.dirty |= rejected;
+    }
+    out.truncate(mark);
+    out.error(&e.to_string());
+    WorkerStats::add(&stats.error_replies, 1);
 }
 
 /// Takes this worker's gate for a command. While a script or function has run past

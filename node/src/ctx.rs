@@ -283,8 +283,18 @@ fn run_logged(
 }
 
 /// After a successful read-only command of a tracking client (default mode): remembers its
-/// keys, unless OPTIN without CLIENT CACHING YES or OPTOUT with CLIENT CACHING NO.
+/// keys, unless OPTIN without CLIENT CACHING YES or OPTOUT with CLIENT CACHING NO. Inline
+/// as far as the check for tracking.
+#[inline(always)]
 fn note_reads(server: &Server, client: &Client, spec: &CommandSpec, args: &Args<'_>) {
+    if client.tracking.is_some() {
+        note_tracked_read(server, client, spec, args);
+    }
+}
+
+/// [`note_reads`] for a tracking client, out of line.
+#[inline(never)]
+fn note_tracked_read(server: &Server, client: &Client, spec: &CommandSpec, args: &Args<'_>) {
     let Some(t) = &client.tracking else {
         return;
     };
