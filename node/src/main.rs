@@ -10,12 +10,20 @@ static GLOBAL: Jemalloc = Jemalloc;
 /// (the kernel's `madvise` mode is enough), which cuts the TLB misses of random key
 /// lookups in a big keyspace. Ember never forks, so huge pages cost no copy-on-write.
 /// `disable-thp yes` turns them off for the process; `_RJEM_MALLOC_CONF` overrides this.
+///
+/// `lg_extent_max_active_fit:16`: freed pages are reused for a new slab even from a free
+/// extent up to 2^16 times its size (jemalloc's default, 2^6, keeps big free extents whole).
+/// Deleting many big lists frees their elements' slabs together, into extents of many
+/// megabytes; with the default, the lists grown next took fresh pages beside them instead
+/// (one time in six: 0.062 page faults per LPUSH, all of them, and 0.6 GB more RSS), with
+/// this option never in six (0.000-0.014; `benches/results/2026-12-06-perf-12.md`).
 // SAFETY: jemalloc reads this symbol once, at its initialisation, as a `const char *` to a
 // NUL-terminated string: a `&[u8; N]` is a thin pointer to static bytes ending in NUL.
-// Tested by tests/python/test_memory.py::test_transparent_huge_pages.
+// Tested by tests/python/test_memory.py::test_transparent_huge_pages and
+// ::test_allocator_options.
 #[allow(non_upper_case_globals)]
 #[export_name = "_rjem_malloc_conf"]
-pub static malloc_conf: &[u8; 29] = b"thp:always,metadata_thp:auto\0";
+pub static malloc_conf: &[u8; 57] = b"thp:always,metadata_thp:auto,lg_extent_max_active_fit:16\0";
 
 /// Maps a Redis loglevel to a tracing filter.
 fn filter_for(level: &str) -> EnvFilter {

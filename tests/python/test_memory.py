@@ -184,6 +184,16 @@ def _fill(srv, mib: int) -> None:
         p.execute()
 
 
+@pytest.mark.skipif(IS_REDIS, reason="Ember's allocator options (node/src/main.rs)")
+def test_allocator_options(r):
+    """The ember binary's jemalloc options are in force: huge pages, and free extents
+    split for new slabs up to 2^16 times their size (freed list elements are reused)."""
+    text = r.execute_command("MEMORY", "MALLOC-STATS")
+    text = text.decode() if isinstance(text, bytes) else text
+    assert 'opt.thp: "always"' in text
+    assert "opt.lg_extent_max_active_fit: 16" in text
+
+
 @pytest.mark.skipif(IS_REDIS, reason="Ember's heap policy: Redis disables THP by default")
 @pytest.mark.skipif(_thp_mode() not in ("always", "madvise"), reason="kernel THP is off")
 def test_transparent_huge_pages(start_server):
