@@ -67,7 +67,6 @@ impl Node {
             out: &mut self.out,
             stats: &stats,
             now: storage::clock::now_ns(),
-            cmd_index: idx,
             rng: node::ctx::CmdRng::Thread,
             park: None,
         };

@@ -57,7 +57,6 @@ fn run(server: &Arc<Server>, client: &mut Client, out: &mut ReplyWriter, args: A
         out,
         stats: &stats,
         now: storage::clock::now_ns(),
-        cmd_index: idx,
         rng: node::ctx::CmdRng::Thread,
         park: None,
     };

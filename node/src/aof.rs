@@ -1330,7 +1330,6 @@ impl<'s> Replayer<'s> {
             out: &mut out,
             stats: &self.server.workers[0],
             now: self.now,
-            cmd_index: idx,
             rng: CmdRng::Thread,
             park: None,
         };

@@ -282,7 +282,6 @@ fn run_waiter(
             out: &mut out,
             stats,
             now: clock::now_ns(),
-            cmd_index: w.cmd_index,
             rng: CmdRng::Thread,
             park: None,
         };

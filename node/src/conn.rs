@@ -1061,7 +1061,6 @@ fn run_now<'s>(
         out,
         stats,
         now,
-        cmd_index: idx,
         rng: CmdRng::Thread,
         park,
     };

@@ -25,8 +25,6 @@ pub struct Ctx<'a> {
     pub stats: &'a WorkerStats,
     /// The command's time, ns since the epoch (expiry is evaluated against it).
     pub now: u64,
-    /// Registry index of the running command.
-    pub cmd_index: usize,
     /// Where the command's random choices come from (SPOP, SRANDMEMBER, HRANDFIELD,
     /// ZRANDMEMBER): the thread RNG on a single node, a leader-chosen seed in a Raft apply.
     pub rng: CmdRng,
@@ -235,10 +233,7 @@ pub(crate) fn run_command_inline(
             Err(e) => return (Err(e), t0),
         }
     } else {
-        let saved = std::mem::replace(&mut ctx.cmd_index, idx);
-        let r = run_handler(ctx, args, spec);
-        ctx.cmd_index = saved;
-        r
+        run_handler(ctx, args, spec)
     };
     crate::notify::flush_recorded(ctx.server);
     WorkerStats::add(&cstat.calls, 1);
@@ -273,12 +268,10 @@ fn run_logged(
     spec: &CommandSpec,
 ) -> Result<CmdResult, CmdError> {
     let aof = crate::aof::begin(ctx.server, &mut ctx.now, spec, ctx.out.len())?;
-    let saved = std::mem::replace(&mut ctx.cmd_index, idx);
     let r = run_handler(ctx, args, spec);
     if let Some(scope) = aof {
         crate::aof::end(ctx, scope, idx, args, r.is_ok());
     }
-    ctx.cmd_index = saved;
     Ok(r)
 }
 

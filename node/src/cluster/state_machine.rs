@@ -276,7 +276,6 @@ fn execute_on(
                 out: &mut *out,
                 stats,
                 now,
-                cmd_index: idx,
                 rng: CmdRng::seeded(seed),
                 park: None,
             };
