@@ -626,16 +626,12 @@ enum Input {
 /// to leave it (a tenth of PING's instructions outside the commands).
 async fn until_signalled<F: Future>(info: &ClientInfo, busy: bool, fut: F) -> Option<F::Output> {
     let mut fut = std::pin::pin!(fut);
+    let mut signal = std::pin::pin!(signalled(info, busy));
     std::future::poll_fn(|cx| {
         if let Poll::Ready(v) = fut.as_mut().poll(cx) {
             return Poll::Ready(Some(v));
         }
-        info.waker.register(cx.waker());
-        if info.signalled(busy) {
-            Poll::Ready(None)
-        } else {
-            Poll::Pending
-        }
+        signal.as_mut().poll(cx).map(|()| None)
     })
     .await
 }
