@@ -337,10 +337,13 @@ impl Evictor {
         }
         let samples = self.samples.load(Relaxed);
         loop {
-            // Fill the pool from shards in turn until this round saw enough candidates.
+            // Fill the pool from shards in turn until this round saw enough candidates and
+            // the pool is full: a victim is always the best of at least POOL_SIZE keys,
+            // also in the first rounds, when a few samples of one or two shards would leave
+            // the pick to chance.
             let mut seen = 0;
             let mut visited = 0;
-            while visited < shards && seen < samples {
+            while visited < shards && (seen < samples || pool.len() < POOL_SIZE) {
                 let shard = self.cursor.fetch_add(1, Relaxed) % shards;
                 visited += 1;
                 ks.with_shard(shard, |s| {
@@ -582,6 +585,7 @@ fn tcache_bytes() -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use storage::Value;
 
     #[test]
     fn policies_round_trip() {
@@ -614,6 +618,45 @@ mod tests {
         assert_eq!(pool.len(), POOL_SIZE);
         let scores: Vec<u64> = pool.iter().map(|c| c.score).collect();
         assert_eq!(scores, (24..40).collect::<Vec<_>>());
+    }
+
+    /// The first victim is already the best of a full pool: volatile-ttl's first pick is
+    /// the soonest deadline among at least POOL_SIZE keys, whatever the hash seed.
+    #[test]
+    fn first_round_fills_the_pool() {
+        let server = Server::new(crate::config::Config::default(), 1, None, None);
+        let now = clock::now_ns();
+        let n = 4000u64;
+        let key = |i: u64| format!("t:{i}").into_bytes();
+        for i in 0..n {
+            let at = now + (10_000 + i) * clock::NS_PER_SEC;
+            let k = key(i);
+            let mut g = server.keyspace.lock(0, &k, now);
+            g.insert(Value::String(storage::RString::from_bytes(b"v")), at);
+        }
+        let mut pool = Vec::new();
+        let freed = server
+            .evict
+            .evict_one(&server, Policy::VolatileTtl, &mut pool);
+        assert!(freed.is_some());
+        let gone: Vec<u64> = (0..n)
+            .filter(|&i| {
+                let k = key(i);
+                server.keyspace.lock(0, &k, now).peek().is_none()
+            })
+            .collect();
+        assert_eq!(gone.len(), 1);
+        assert_eq!(pool.len(), POOL_SIZE - 1);
+        let index = |c: &Candidate| -> u64 {
+            let k = std::str::from_utf8(&c.key).expect("utf-8");
+            k["t:".len()..].parse().expect("index")
+        };
+        assert!(
+            pool.iter().all(|c| index(c) > gone[0]),
+            "victim {} is not the soonest of {:?}",
+            gone[0],
+            pool.iter().map(index).collect::<Vec<_>>()
+        );
     }
 
     #[test]
