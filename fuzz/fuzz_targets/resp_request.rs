@@ -98,7 +98,10 @@ fn check_batch(data: &[u8], limits: Limits, max: usize) {
         assert!(start < end && end <= data.len(), "command out of bounds");
         let args = Args::new(&data[start..], spans).iter().map(<[u8]>::to_vec).collect();
         steps.push(Ok(Some((end - start, RequestKind::Multibulk, args))));
-        assert_eq!(batch.key(data, i), Args::new(&data[start..], spans).get(1));
+        let args = Args::new(&data[start..], spans);
+        assert_eq!(batch.key(data, i), args.get(1));
+        let both = args.get(0).zip(args.get(1));
+        assert_eq!(batch.name_and_key(data, i), both);
     }
     one_by_one(&mut parser, data, batch.end(), &mut steps);
     let mut alone = Vec::new();

@@ -29,6 +29,9 @@ const FLUSH_AT: usize = 1 << 20;
 const READ_CHUNK: usize = 16 * 1024;
 /// How many commands ahead of the one running a batch prefetches keys.
 const PREFETCH_AHEAD: usize = 4;
+/// How many commands ahead it prefetches their values (the second stage, once the first
+/// stage's lines have arrived: `Keyspace::prefetch_value`).
+const PREFETCH_VALUE_AHEAD: usize = 2;
 /// Most commands of one read buffer parsed ahead of running them ([`Batch`]).
 const BATCH_MAX: usize = 128;
 
@@ -75,6 +78,7 @@ pub async fn serve(
         clock: None,
         last_cmd: LastCommand::default(),
         batch: Batch::default(),
+        hashes: KeyHashes::default(),
         server,
         stats,
         worker,
@@ -160,6 +164,9 @@ struct Conn {
     last_cmd: LastCommand,
     /// The commands of the read buffer, parsed before the first runs (for prefetching).
     batch: Batch,
+    /// The key hashes the first prefetch stage computed, for the second: slot `i % 8`
+    /// holds command `i`'s as `(i + 1, hash)` (0: none).
+    hashes: KeyHashes,
     /// The worker serving the connection now.
     worker: usize,
 }
@@ -171,6 +178,8 @@ struct Conn {
 #[derive(Default)]
 struct LastCommand {
     len: u8,
+    /// The kept command has [`flags::PREFETCH_VALUE`].
+    prefetch_value: bool,
     name: [u8; 16],
     idx: u32,
 }
@@ -225,6 +234,7 @@ impl LastCommand {
                     self.name[..name.len()].copy_from_slice(name);
                     self.len = name.len() as u8;
                     self.idx = idx as u32;
+                    self.prefetch_value = spec.has(flags::PREFETCH_VALUE);
                 }
                 return Ok(idx);
             }
@@ -443,7 +453,7 @@ impl Conn {
         if batch.len() == 2 && (0..2).any(|c| batch.key(&self.rbuf, c).is_some()) {
             batch.extend(&mut self.parser, &self.rbuf, BATCH_MAX, &mut self.spans);
             for c in 0..PREFETCH_AHEAD {
-                prefetch_key(srv, self.client.db, &self.rbuf, &batch, c);
+                prefetch_key(srv, self.client.db, &self.rbuf, &batch, &mut self.hashes, c);
             }
         }
         let mut cmd_no = 0;
@@ -471,8 +481,20 @@ impl Conn {
                             self.client.db,
                             &self.rbuf,
                             &batch,
+                            &mut self.hashes,
                             cmd_no - 1 + PREFETCH_AHEAD,
                         );
+                        if self.last_cmd.prefetch_value {
+                            prefetch_value(
+                                srv,
+                                self.client.db,
+                                &self.rbuf,
+                                &batch,
+                                &self.last_cmd,
+                                &self.hashes,
+                                cmd_no - 1 + PREFETCH_VALUE_AHEAD,
+                            );
+                        }
                         let data: &[u8] = match kind {
                             RequestKind::Inline => self.parser.inline_buf(),
                             RequestKind::Multibulk => &self.rbuf[start..],
@@ -662,21 +684,97 @@ async fn recv_message(
     }
 }
 
+/// Key hashes by command number, from the first prefetch stage to the second (a ring of
+/// 8: the second stage reads command `i`'s a few commands after the first wrote it).
+#[derive(Default)]
+struct KeyHashes([(usize, u64); 8]);
+
+impl KeyHashes {
+    #[inline]
+    fn put(&mut self, i: usize, h: u64) {
+        self.0[i % 8] = (i + 1, h);
+    }
+
+    /// Forgets command `i`'s slot (its command has no key): what an earlier batch left
+    /// there must not pass for this one's.
+    #[inline]
+    fn clear(&mut self, i: usize) {
+        self.0[i % 8] = (0, 0);
+    }
+
+    /// Command `i`'s hash, if the first stage saw its key.
+    #[inline]
+    fn get(&self, i: usize) -> Option<u64> {
+        let (tag, h) = self.0[i % 8];
+        (tag == i + 1).then_some(h)
+    }
+}
+
 /// Prefetches the key of command `i` of `batch` (parsed from `buf`), if it has one.
 /// The bounds check is inline (a batch of PINGs holds two commands, so most have none
 /// to prefetch), the lookup and the prefetch out of line.
 #[inline(always)]
-fn prefetch_key(server: &Server, db: usize, buf: &[u8], batch: &Batch, i: usize) {
+fn prefetch_key(
+    server: &Server,
+    db: usize,
+    buf: &[u8],
+    batch: &Batch,
+    hashes: &mut KeyHashes,
+    i: usize,
+) {
     if i < batch.len() {
-        prefetch_parsed(server, db, buf, batch, i);
+        prefetch_parsed(server, db, buf, batch, hashes, i);
     }
 }
 
-/// [`prefetch_key`] for a command of the batch.
+/// [`prefetch_key`] for a command of the batch; its key's hash goes to `hashes`.
 #[inline(never)]
-fn prefetch_parsed(server: &Server, db: usize, buf: &[u8], batch: &Batch, i: usize) {
-    if let Some(key) = batch.key(buf, i).filter(|k| !k.is_empty()) {
-        server.keyspace.prefetch(db, key);
+fn prefetch_parsed(
+    server: &Server,
+    db: usize,
+    buf: &[u8],
+    batch: &Batch,
+    hashes: &mut KeyHashes,
+    i: usize,
+) {
+    match batch.key(buf, i).filter(|k| !k.is_empty()) {
+        Some(key) => hashes.put(i, server.keyspace.prefetch(db, key)),
+        None => hashes.clear(i),
+    }
+}
+
+/// The value of command `i`'s key, as [`prefetch_key`] its lines (the second stage),
+/// when command `i` is the kept command `last` (a [`flags::PREFETCH_VALUE`] one).
+#[inline(always)]
+fn prefetch_value(
+    server: &Server,
+    db: usize,
+    buf: &[u8],
+    batch: &Batch,
+    last: &LastCommand,
+    hashes: &KeyHashes,
+    i: usize,
+) {
+    if let Some(h) = hashes.get(i) {
+        prefetch_parsed_value(server, db, buf, batch, last, h, i);
+    }
+}
+
+/// [`prefetch_value`] for a command of the batch whose key hashes to `h`.
+#[inline(never)]
+fn prefetch_parsed_value(
+    server: &Server,
+    db: usize,
+    buf: &[u8],
+    batch: &Batch,
+    last: &LastCommand,
+    h: u64,
+    i: usize,
+) {
+    if let Some((name, key)) = batch.name_and_key(buf, i) {
+        if last.same(name) {
+            server.keyspace.prefetch_value(db, key, h);
+        }
     }
 }
 
@@ -1220,8 +1318,55 @@ mod tests {
             len: 16,
             name: *b"abcdefghijklmnop",
             idx: 1,
+            prefetch_value: false,
         };
         assert!(!last.same(b"abcdefghijklmnopq"));
+    }
+
+    /// The kept command carries its PREFETCH_VALUE flag: GET's batches prefetch values,
+    /// SET's and SETNX's do not.
+    #[test]
+    fn the_kept_command_says_whether_values_are_prefetched() {
+        let server = Server::new(crate::config::Config::default(), 1, None, None);
+        let mut last = LastCommand::default();
+        for (name, want) in [
+            ("GET", true),
+            ("SET", false),
+            ("mget", true),
+            ("SETNX", false),
+            ("getrange", true),
+            ("LPUSH", false),
+        ] {
+            let spans = [(0, name.len()), (name.len(), name.len() + 1)];
+            let data = format!("{name}k");
+            let args = Args::new(data.as_bytes(), &spans);
+            let idx = last.resolve(&server, args).expect("a command");
+            assert_eq!(last.idx as usize, idx);
+            assert_eq!(last.prefetch_value, want, "{name}");
+        }
+        let reg = &server.registry;
+        let flagged: Vec<&str> = (0..reg.len())
+            .map(|i| reg.entry(i).spec)
+            .filter(|s| s.has(flags::PREFETCH_VALUE))
+            .map(|s| s.name)
+            .collect();
+        assert_eq!(
+            flagged,
+            ["get", "getset", "getdel", "getex", "mget", "getrange", "substr"]
+        );
+    }
+
+    #[test]
+    fn key_hashes_answer_only_for_their_command() {
+        let mut h = KeyHashes::default();
+        assert_eq!(h.get(0), None, "nothing yet, not a zero hash");
+        h.put(3, 33);
+        assert_eq!(h.get(3), Some(33));
+        assert_eq!(h.get(11), None, "same slot, another command");
+        h.put(11, 0);
+        assert_eq!((h.get(3), h.get(11)), (None, Some(0)));
+        h.clear(11);
+        assert_eq!(h.get(11), None);
     }
 
     fn info() -> Arc<ClientInfo> {

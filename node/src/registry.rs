@@ -61,6 +61,11 @@ pub mod flags {
     /// batch (`storage::Parked`). Only for single-key commands whose handler locks through
     /// `Ctx::lock` alone, never through the keyspace directly.
     pub const BATCH_LOCK: u32 = 1 << 20;
+    /// Internal: reads its key's value bytes first thing (GET and kin), so a pipelined
+    /// batch of it prefetches them a command or two ahead (`Keyspace::prefetch_value`).
+    /// Not for commands that only test or replace a value: bytes nobody reads cost more
+    /// to load than the lookup saves (SETNX measured 24% more CPU per command).
+    pub const PREFETCH_VALUE: u32 = 1 << 21;
 
     /// (flag, name) pairs in COMMAND INFO order.
     pub const NAMES: &[(u32, &str)] = &[

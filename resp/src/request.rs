@@ -836,6 +836,18 @@ impl Batch {
         Some((start, end, &self.spans[spans_start..spans_end]))
     }
 
+    /// The command name and the second argument (the key of most commands) of command
+    /// `i`, if it has both.
+    #[inline]
+    pub fn name_and_key<'a>(&self, buf: &'a [u8], i: usize) -> Option<(&'a [u8], &'a [u8])> {
+        let (start, _, spans) = self.get(i)?;
+        let (&(ns, ne), &(ks, ke)) = (spans.first()?, spans.get(1)?);
+        Some((
+            buf.get(start + ns..start + ne)?,
+            buf.get(start + ks..start + ke)?,
+        ))
+    }
+
     /// The second argument of command `i` (the key of most commands), if it has one.
     #[inline]
     pub fn key<'a>(&self, buf: &'a [u8], i: usize) -> Option<&'a [u8]> {
@@ -1095,7 +1107,12 @@ mod tests {
         let mut batch = Batch::default();
         batch.fill(&mut parser, pipeline, 100, &mut Vec::new());
         assert_eq!(batch.key(pipeline, 0), Some(&b"key:1"[..]));
+        assert_eq!(
+            batch.name_and_key(pipeline, 0),
+            Some((&b"GET"[..], &b"key:1"[..]))
+        );
         assert_eq!(batch.key(pipeline, 1), None, "PING has no key");
+        assert_eq!(batch.name_and_key(pipeline, 1), None);
         assert_eq!(batch.key(pipeline, 2), None, "*0 has no arguments");
         assert_eq!(batch.key(pipeline, 3), Some(&b""[..]));
         assert!(batch.get(5).is_none());

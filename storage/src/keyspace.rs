@@ -47,12 +47,13 @@ impl Shard {
     }
 }
 
-/// Where one table's buckets are, published for prefetching without the shard lock
-/// ([`Keyspace::prefetch`]): the end of its buckets (a 48-bit address) with log2 of its
-/// bucket count in the top 16 bits, in one relaxed atomic, so a stale hint only makes a
-/// prefetch miss. 0 while unknown.
+/// What [`Keyspace::prefetch`] needs of one table without the shard lock: where its
+/// buckets are (the end of them, a 48-bit address, with log2 of its bucket count in the top
+/// 16 bits, in one relaxed atomic, so a stale hint only makes a prefetch miss; 0 while
+/// unknown), and where the table itself is (its map's header, read by every lookup: a
+/// shard's tables live in a buffer of their own, apart from the lock's line).
 #[derive(Default)]
-struct BucketHint(AtomicU64);
+struct BucketHint(AtomicU64, usize);
 
 impl BucketHint {
     fn get(&self) -> Option<(usize, usize)> {
@@ -106,12 +107,27 @@ impl Keyspace {
             64 - shards.trailing_zeros()
         };
         let dbs = dbs.max(1);
-        let hints = (0..shards * dbs).map(|_| BucketHint::default()).collect();
-        let shards = (0..shards)
+        let shards: Box<[Padded<Mutex<Shard>>]> = (0..shards)
             .map(|_| {
                 Padded(Mutex::new(Shard {
                     dbs: (0..dbs).map(|_| Table::new(hasher)).collect(),
                 }))
+            })
+            .collect();
+        // A shard's `dbs` never grows or shrinks (tables are swapped and replaced in place),
+        // so the addresses stay true for the keyspace's life.
+        let tables: Vec<Vec<usize>> = shards
+            .iter()
+            .map(|s| {
+                let s = s.0.lock();
+                s.dbs.iter().map(Table::header_addr).collect()
+            })
+            .collect();
+        let hints = (0..dbs)
+            .flat_map(|db| {
+                tables
+                    .iter()
+                    .map(move |t| BucketHint(AtomicU64::new(0), t[db]))
             })
             .collect();
         Keyspace {
@@ -161,18 +177,46 @@ impl Keyspace {
     }
 
     /// Asks the CPU to start loading what a lock and lookup of `key` in `db` will touch
-    /// (the shard's lock line, for writing, then the table's first control group and
-    /// bucket), without taking the lock: a pipelined batch calls it a few commands ahead,
+    /// (the shard's lock line, for writing, then the table's header, its first control
+    /// group and bucket), without taking the lock: a pipelined batch calls it a few commands ahead,
     /// so the cache misses of its commands overlap instead of following one another.
+    /// Returns the key's hash, for [`Keyspace::prefetch_value`].
     #[inline]
-    pub fn prefetch(&self, db: usize, key: &[u8]) {
+    pub fn prefetch(&self, db: usize, key: &[u8]) -> u64 {
         let h = self.hash(key);
         let i = self.shard_index(h);
         prefetch_line(&self.shards[i] as *const _ as usize, true);
-        if let Some((end, mask)) = self.hint(i, db).get() {
+        let hint = self.hint(i, db);
+        prefetch_line(hint.1, false);
+        if let Some((end, mask)) = hint.get() {
             let (ctrl, bucket) = crate::table::bucket_lines(end, mask, h);
             prefetch_line(ctrl, false);
             prefetch_line(bucket, false);
+        }
+        h
+    }
+
+    /// The second prefetch stage, a command or two after [`Keyspace::prefetch`] (whose
+    /// lines have arrived by then): when the shard's lock is free, looks `key` up, without
+    /// touching it, and asks the CPU to start loading the first bytes of its value's heap
+    /// data (up to 256 of a string's, a collection's header), the miss a lookup alone
+    /// leaves for the command. A busy lock (another worker's, or this thread's parked
+    /// one) skips it: nothing waits. `h` is the key's hash, as [`Keyspace::prefetch`]
+    /// returned it (another only finds nothing).
+    pub fn prefetch_value(&self, db: usize, key: &[u8], h: u64) {
+        let i = self.shard_index(h);
+        let Some(shard) = self.shards[i].0.try_lock() else {
+            return;
+        };
+        let span = shard.table_ref(db).value_span(h, key);
+        drop(shard);
+        if let Some((at, len)) = span {
+            let end = at.saturating_add(len.min(256));
+            let mut line = at & !63;
+            while line < end {
+                prefetch_line(line, false);
+                line += 64;
+            }
         }
     }
 
@@ -809,6 +853,27 @@ mod tests {
         Value::String(RString::from_bytes(v.as_bytes()))
     }
 
+    /// The value prefetch looks keys up and never waits for a lock: with the key's shard
+    /// held (as a parked shard is), it returns at once.
+    #[test]
+    fn prefetch_value_skips_a_busy_shard() {
+        let ks = Keyspace::new(2, 16);
+        ks.prefetch_value(0, b"missing", ks.hash(b"missing"));
+        ks.lock(0, b"s", 1).insert(sv(&"v".repeat(300)), 0);
+        ks.lock(0, b"n", 1).insert(sv("12"), 0);
+        ks.lock(1, b"l", 1).insert(Value::List(Box::default()), 0);
+        for (db, k) in [(0, &b"s"[..]), (0, b"n"), (1, b"l"), (1, b"s")] {
+            let h = ks.prefetch(db, k);
+            assert_eq!(h, ks.hash(k));
+            ks.prefetch_value(db, k, h);
+            ks.prefetch_value(db, k, h ^ 1);
+        }
+        let held = ks.lock(0, b"s", 1);
+        ks.prefetch_value(0, b"s", ks.hash(b"s"));
+        drop(held);
+        assert!(ks.lock(0, b"s", 1).get().is_some(), "the key is untouched");
+    }
+
     /// Two keys of different shards.
     fn two_shards(ks: &Keyspace) -> (Vec<u8>, Vec<u8>) {
         let a = b"k0".to_vec();
@@ -884,6 +949,17 @@ mod tests {
         let hint = ks.hint(i, 1);
         let (end, mask) = ks.shards[i].0.lock().table(1).bucket_hint().unwrap();
         assert_eq!(hint.get(), Some((end, mask)));
+        // The table's own address, for every database, also after a swap (in place).
+        for db in 0..2 {
+            let at = ks.shards[i].0.lock().table(db).header_addr();
+            assert_eq!(ks.hint(i, db).1, at);
+        }
+        ks.shards[i].0.lock().swap_dbs(0, 1);
+        assert_eq!(
+            ks.hint(i, 1).1,
+            ks.shards[i].0.lock().table(1).header_addr()
+        );
+        ks.shards[i].0.lock().swap_dbs(0, 1);
         for n in 0..2000 {
             ks.prefetch(n % 3, format!("k{n}").as_bytes());
         }

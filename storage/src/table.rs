@@ -172,6 +172,20 @@ impl Table {
         self.map.len()
     }
 
+    /// The address of the key map's header (its control pointer and bucket mask), which
+    /// every lookup reads first: [`crate::Keyspace::prefetch`] loads it ahead.
+    pub(crate) fn header_addr(&self) -> usize {
+        &self.map as *const HashTable<(ThinKey, Entry)> as usize
+    }
+
+    /// Where the value of `key` (hash `h`) keeps its heap bytes ([`Value::heap_span`]),
+    /// expired or not, without touching the key.
+    #[inline]
+    pub(crate) fn value_span(&self, h: u64, key: &[u8]) -> Option<(usize, usize)> {
+        let (_, e) = self.map.find(spread(h), |(k, _)| &k[..] == key)?;
+        e.value.heap_span()
+    }
+
     /// Number of buckets of the key map (a power of two, or 0).
     pub(crate) fn num_buckets(&self) -> usize {
         self.map.num_buckets()

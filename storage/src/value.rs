@@ -34,6 +34,25 @@ pub enum Value {
 }
 
 impl Value {
+    /// Where the value's own heap bytes start and how many a command reads first (a
+    /// string's bytes, a collection's header), for [`crate::Keyspace::prefetch_value`];
+    /// `None` when it has none (an integer string, a vector set).
+    #[inline]
+    pub(crate) fn heap_span(&self) -> Option<(usize, usize)> {
+        fn header<T>(b: &T) -> Option<(usize, usize)> {
+            Some((b as *const T as usize, std::mem::size_of::<T>()))
+        }
+        match self {
+            Value::String(s) => s.heap_span(),
+            Value::List(b) => header::<List>(b),
+            Value::Hash(b) => header::<Hash>(b),
+            Value::Set(b) => header::<Set>(b),
+            Value::ZSet(b) => header::<ZSet>(b),
+            Value::Stream(b) => header::<Stream>(b),
+            Value::VectorSet(_) => None,
+        }
+    }
+
     /// Redis type name, as TYPE reports it.
     pub fn type_name(&self) -> &'static str {
         match self {
@@ -143,6 +162,20 @@ pub fn parse_canonical_i64(b: &[u8]) -> Option<i64> {
 }
 
 impl RString {
+    /// Where the string's heap bytes are and how many ([`Value::heap_span`]).
+    #[inline]
+    fn heap_span(&self) -> Option<(usize, usize)> {
+        match &self.0 {
+            Repr::Int(_) => None,
+            Repr::Emb(b) => Some((b.as_ptr() as usize, b.len())),
+            Repr::Raw(v) => Some((v.as_ptr() as usize, v.len())),
+            Repr::Packed(p) => Some((
+                &**p as *const Packed as usize,
+                std::mem::size_of::<Packed>(),
+            )),
+        }
+    }
+
     /// A string holding a copy of `b`, in the most compact form that fits.
     pub fn from_bytes(b: &[u8]) -> Self {
         Self::from_bytes_with(b, compress::policy())
@@ -363,6 +396,27 @@ fn itoa_buf() -> itoa::Buffer {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The span a prefetch loads is the string's own bytes, or the collection's header.
+    #[test]
+    fn heap_span_points_at_the_bytes_a_command_reads() {
+        let s = RString::from_bytes(&[b'x'; 256]);
+        let at = s.with_bytes(|b| b.as_ptr() as usize);
+        assert_eq!(Value::String(s).heap_span(), Some((at, 256)));
+        let short = RString::from_bytes(b"abc");
+        let at = short.with_bytes(|b| b.as_ptr() as usize);
+        assert_eq!(Value::String(short).heap_span(), Some((at, 3)));
+        assert_eq!(
+            Value::String(RString::from_bytes(b"12345")).heap_span(),
+            None
+        );
+        let l = Box::new(List::default());
+        let at = &*l as *const List as usize;
+        assert_eq!(
+            Value::List(l).heap_span(),
+            Some((at, std::mem::size_of::<List>()))
+        );
+    }
 
     #[test]
     fn raw_append_grows_by_doubling_and_keeps_the_bytes() {

@@ -27,7 +27,7 @@ const S: Group = Group::String;
 
 /// String commands.
 pub static COMMANDS: &[CommandSpec] = &[
-    CommandSpec::new("get", 2, READONLY | FAST, (1, 1, 1), S, get).doc("Returns the string value of a key.", "1.0.0"),
+    CommandSpec::new("get", 2, READONLY | FAST | PREFETCH_VALUE, (1, 1, 1), S, get).doc("Returns the string value of a key.", "1.0.0"),
     CommandSpec::new("set", -3, WRITE | DENYOOM, (1, 1, 1), S, set)
         .doc("Sets the string value of a key, ignoring its type. The key is created if it doesn't exist.", "1.0.0"),
     CommandSpec::new("setnx", 3, WRITE | DENYOOM | FAST, (1, 1, 1), S, setnx)
@@ -38,13 +38,13 @@ pub static COMMANDS: &[CommandSpec] = &[
         "Sets both string value and expiration time in milliseconds of a key. The key is created if it doesn't exist.",
         "2.6.0",
     ),
-    CommandSpec::new("getset", 3, WRITE | DENYOOM | FAST, (1, 1, 1), S, getset)
+    CommandSpec::new("getset", 3, WRITE | DENYOOM | FAST | PREFETCH_VALUE, (1, 1, 1), S, getset)
         .doc("Returns the previous string value of a key after setting it to a new value.", "1.0.0"),
-    CommandSpec::new("getdel", 2, WRITE | FAST, (1, 1, 1), S, getdel)
+    CommandSpec::new("getdel", 2, WRITE | FAST | PREFETCH_VALUE, (1, 1, 1), S, getdel)
         .doc("Returns the string value of a key after deleting the key.", "6.2.0"),
-    CommandSpec::new("getex", -2, WRITE | FAST, (1, 1, 1), S, getex)
+    CommandSpec::new("getex", -2, WRITE | FAST | PREFETCH_VALUE, (1, 1, 1), S, getex)
         .doc("Returns the string value of a key after setting its expiration time.", "6.2.0"),
-    CommandSpec::new("mget", -2, READONLY | FAST, (1, -1, 1), S, mget)
+    CommandSpec::new("mget", -2, READONLY | FAST | PREFETCH_VALUE, (1, -1, 1), S, mget)
         .doc("Atomically returns the string values of one or more keys.", "1.0.0"),
     CommandSpec::new("mset", -3, WRITE | DENYOOM, (1, -1, 2), S, mset)
         .doc("Atomically creates or modifies the string values of one or more keys.", "1.0.1"),
@@ -69,9 +69,9 @@ pub static COMMANDS: &[CommandSpec] = &[
         "Increment the floating point value of a key by a number. Uses 0 as initial value if the key doesn't exist.",
         "2.6.0",
     ),
-    CommandSpec::new("getrange", 4, READONLY, (1, 1, 1), S, getrange)
+    CommandSpec::new("getrange", 4, READONLY | PREFETCH_VALUE, (1, 1, 1), S, getrange)
         .doc("Returns a substring of the string stored at a key.", "2.4.0"),
-    CommandSpec::new("substr", 4, READONLY, (1, 1, 1), S, getrange).doc("Returns a substring from a string value.", "1.0.0"),
+    CommandSpec::new("substr", 4, READONLY | PREFETCH_VALUE, (1, 1, 1), S, getrange).doc("Returns a substring from a string value.", "1.0.0"),
     CommandSpec::new("setrange", 4, WRITE | DENYOOM, (1, 1, 1), S, setrange).doc(
         "Overwrites a part of a string value with another by an offset. Creates the key if it doesn't exist.",
         "2.2.0",
@@ -1081,7 +1081,9 @@ mod tests {
         assert_eq!(COMMANDS.len(), want.len());
         for (spec, &(name, arity, flags, first, last, step)) in COMMANDS.iter().zip(want) {
             assert_eq!(spec.name, name);
-            assert_eq!((spec.arity, spec.flags), (arity, flags), "{name}");
+            // PREFETCH_VALUE is Ember's own (COMMAND INFO does not show it).
+            let redis_flags = spec.flags & !PREFETCH_VALUE;
+            assert_eq!((spec.arity, redis_flags), (arity, flags), "{name}");
             assert_eq!(
                 (spec.first_key, spec.last_key, spec.key_step),
                 (first, last, step),
