@@ -116,18 +116,12 @@ impl Keyspace {
             .collect();
         // A shard's `dbs` never grows or shrinks (tables are swapped and replaced in place),
         // so the addresses stay true for the keyspace's life.
-        let tables: Vec<Vec<usize>> = shards
-            .iter()
-            .map(|s| {
-                let s = s.0.lock();
-                s.dbs.iter().map(Table::header_addr).collect()
-            })
-            .collect();
         let hints = (0..dbs)
             .flat_map(|db| {
-                tables
-                    .iter()
-                    .map(move |t| BucketHint(AtomicU64::new(0), t[db]))
+                shards.iter().map(move |s| {
+                    let table = s.0.lock().table_ref(db).header_addr();
+                    BucketHint(AtomicU64::new(0), table)
+                })
             })
             .collect();
         Keyspace {
