@@ -2,7 +2,7 @@
 """A/B of Ember builds: CPU time per command, fresh servers in alternating order.
 
 Per round, each binary in turn (the order flips every round) gets a fresh server and a
-1,000,000-key prefill of 256-byte values; then each command runs for DUR seconds (the
+1,000,000-key prefill of 256-byte values (DATA_SIZE); then each command runs for DUR seconds (the
 pushes twice, with a cleanup between, and the second run kept, as the protocol's runs 2
 and 3 find memory freed by the run before). The figure is the server's CPU time (user +
 system, from /proc) per command; medians over the rounds, every round shown.
@@ -11,7 +11,7 @@ For changes too small for the protocol's run-to-run noise to show; the protocol
 (side_by_side.py, against redis-server) stays the measure of the targets.
 
 usage: benches/ab.py BIN_A,BIN_B[,...] [CMD,CMD,...]
-  env: ROUNDS (4), DUR (4), LOAD (target/release/ember-load), PORT (17800)
+  env: ROUNDS (4), DUR (4), DATA_SIZE (256), LOAD (target/release/ember-load), PORT (17800)
 """
 import json
 import os
@@ -40,7 +40,7 @@ def main() -> None:
     port = os.environ.get("PORT", "17800")
     tick_ns = 1e9 / os.sysconf("SC_CLK_TCK")
     common = [load, "--port", port, "--clients", "50", "--threads", "1",
-              "--keyspace", "1000000", "--data-size", "256", "--seed", "1"]
+              "--keyspace", "1000000", "--data-size", os.environ.get("DATA_SIZE", "256"), "--seed", "1"]
     res = {b: {c: [] for c in cmds} for b in bins}
     for r in range(rounds):
         for b in bins if r % 2 == 0 else bins[::-1]:

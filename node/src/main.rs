@@ -17,13 +17,23 @@ static GLOBAL: Jemalloc = Jemalloc;
 /// megabytes; with the default, the lists grown next took fresh pages beside them instead
 /// (one time in six: 0.062 page faults per LPUSH, all of them, and 0.6 GB more RSS), with
 /// this option never in six (0.000-0.014; `benches/results/2026-12-06-perf-12.md`).
+///
+/// `slab_sizes:...:3`: the power-of-two classes from 128 to 2048 bytes, whose slabs are
+/// one page by default, get slabs of three pages (12 KiB: 96 regions of 128 bytes down to 6
+/// of 2048), so a growing collection takes a new slab, with its extent split, metadata
+/// and page map updates, three times less often. Under LPUSH of 256-byte elements after a
+/// cleanup, jemalloc's share of the server's CPU fell from 17% to 7%
+/// (`benches/results/2026-12-07-perf-15.md`). Three pages, not four: a freed slab under
+/// 16 KiB stays whole among the free extents and serves the next slab without a split,
+/// where bigger ones are merged on free and split again (four and eight pages: no gain).
 // SAFETY: jemalloc reads this symbol once, at its initialisation, as a `const char *` to a
 // NUL-terminated string: a `&[u8; N]` is a thin pointer to static bytes ending in NUL.
 // Tested by tests/python/test_memory.py::test_transparent_huge_pages and
 // ::test_allocator_options.
 #[allow(non_upper_case_globals)]
 #[export_name = "_rjem_malloc_conf"]
-pub static malloc_conf: &[u8; 57] = b"thp:always,metadata_thp:auto,lg_extent_max_active_fit:16\0";
+pub static malloc_conf: &[u8; 122] =
+    b"thp:always,metadata_thp:auto,lg_extent_max_active_fit:16,slab_sizes:128-128:3|256-256:3|512-512:3|1024-1024:3|2048-2048:3\0";
 
 /// Maps a Redis loglevel to a tracing filter.
 fn filter_for(level: &str) -> EnvFilter {

@@ -186,12 +186,31 @@ def _fill(srv, mib: int) -> None:
 
 @pytest.mark.skipif(IS_REDIS, reason="Ember's allocator options (node/src/main.rs)")
 def test_allocator_options(r):
-    """The ember binary's jemalloc options are in force: huge pages, and free extents
-    split for new slabs up to 2^16 times their size (freed list elements are reused)."""
+    """The ember binary's jemalloc options are in force: huge pages, free extents split
+    for new slabs up to 2^16 times their size (freed list elements are reused), and
+    three-page slabs for the power-of-two classes from 128 to 2048 bytes."""
+    sizes = (128, 256, 512, 1024, 2048)
+    # An element of each size, so each class has a row in the bins table.
+    r.rpush("alloc:opts", *(b"e" * n for n in sizes + (320,)))
     text = r.execute_command("MEMORY", "MALLOC-STATS")
     text = text.decode() if isinstance(text, bytes) else text
     assert 'opt.thp: "always"' in text
     assert "opt.lg_extent_max_active_fit: 16" in text
+    lines = text.splitlines()
+    head = next(i for i, line in enumerate(lines) if line.lstrip().startswith("bins:"))
+    cols = lines[head].split()[1:]
+    rows = {}
+    for line in lines[head + 1 :]:
+        fields = line.split()
+        if fields[:1] == ["---"]:  # classes with nothing allocated, left out
+            continue
+        if not fields or not fields[0].isdigit():
+            break
+        rows[int(fields[0])] = dict(zip(cols, fields))
+    for n in sizes:
+        assert (int(rows[n]["pgs"]), int(rows[n]["regs"])) == (3, 3 * 4096 // n), rows[n]
+    # A class between them keeps jemalloc's slab: 64 regions of 320 bytes in 5 pages.
+    assert (int(rows[320]["pgs"]), int(rows[320]["regs"])) == (5, 64), rows[320]
 
 
 @pytest.mark.skipif(IS_REDIS, reason="Ember's heap policy: Redis disables THP by default")
