@@ -34,6 +34,9 @@ const PREFETCH_AHEAD: usize = 4;
 const PREFETCH_VALUE_AHEAD: usize = 2;
 /// Most commands of one read buffer parsed ahead of running them ([`Batch`]).
 const BATCH_MAX: usize = 128;
+/// Most keys of one command the first prefetch stage takes (a DEL of thousands of keys
+/// would evict its first keys' lines before they are used).
+const PREFETCH_KEYS: usize = 16;
 
 /// Serves one accepted connection until it closes.
 pub async fn serve(
@@ -180,6 +183,9 @@ struct LastCommand {
     len: u8,
     /// The kept command has [`flags::PREFETCH_VALUE`].
     prefetch_value: bool,
+    /// The step between the kept command's keys when they run from its first argument to
+    /// its last (MGET and DEL 1, MSET 2), for the first prefetch stage; 0 for any other.
+    key_step: u8,
     name: [u8; 16],
     idx: u32,
 }
@@ -235,6 +241,10 @@ impl LastCommand {
                     self.len = name.len() as u8;
                     self.idx = idx as u32;
                     self.prefetch_value = spec.has(flags::PREFETCH_VALUE);
+                    self.key_step = match (spec.first_key, spec.last_key, spec.key_step) {
+                        (1, -1, step @ 1..=2) => step as u8,
+                        _ => 0,
+                    };
                 }
                 return Ok(idx);
             }
@@ -453,7 +463,8 @@ impl Conn {
         if batch.len() == 2 && (0..2).any(|c| batch.key(&self.rbuf, c).is_some()) {
             batch.extend(&mut self.parser, &self.rbuf, BATCH_MAX, &mut self.spans);
             for c in 0..PREFETCH_AHEAD {
-                prefetch_key(srv, self.client.db, &self.rbuf, &batch, &mut self.hashes, c);
+                let (db, buf) = (self.client.db, &self.rbuf);
+                prefetch_key(srv, db, buf, &batch, &self.last_cmd, &mut self.hashes, c);
             }
         }
         let mut cmd_no = 0;
@@ -481,6 +492,7 @@ impl Conn {
                             self.client.db,
                             &self.rbuf,
                             &batch,
+                            &self.last_cmd,
                             &mut self.hashes,
                             cmd_no - 1 + PREFETCH_AHEAD,
                         );
@@ -710,20 +722,26 @@ impl KeyHashes {
     }
 }
 
-/// Prefetches the key of command `i` of `batch` (parsed from `buf`), if it has one.
-/// The bounds check is inline (a batch of PINGs holds two commands, so most have none
-/// to prefetch), the lookup and the prefetch out of line.
+/// Prefetches the key of command `i` of `batch` (parsed from `buf`), if it has one,
+/// and its other keys when it is the kept command `last` and that has several (MGET,
+/// MSET, DEL: [`prefetch_more_keys`]). The bounds check is inline (a batch of PINGs
+/// holds two commands, so most have none to prefetch), the lookup and the prefetch out
+/// of line.
 #[inline(always)]
 fn prefetch_key(
     server: &Server,
     db: usize,
     buf: &[u8],
     batch: &Batch,
+    last: &LastCommand,
     hashes: &mut KeyHashes,
     i: usize,
 ) {
     if i < batch.len() {
         prefetch_parsed(server, db, buf, batch, hashes, i);
+        if last.key_step != 0 {
+            prefetch_more_keys(server, db, buf, batch, last, i);
+        }
     }
 }
 
@@ -740,6 +758,43 @@ fn prefetch_parsed(
     match batch.key(buf, i).filter(|k| !k.is_empty()) {
         Some(key) => hashes.put(i, server.keyspace.prefetch(db, key)),
         None => hashes.clear(i),
+    }
+}
+
+/// The keys after the first of command `i`, when it is the kept command `last` (whose
+/// keys run to its last argument, `last.key_step` apart), up to [`PREFETCH_KEYS`] in all:
+/// without them, each further key of an MSET or MGET waited for its own cache misses.
+#[inline(never)]
+fn prefetch_more_keys(
+    server: &Server,
+    db: usize,
+    buf: &[u8],
+    batch: &Batch,
+    last: &LastCommand,
+    i: usize,
+) {
+    let Some((start, _, spans)) = batch.get(i) else {
+        return;
+    };
+    let Some(&(ns, ne)) = spans.first() else {
+        return;
+    };
+    if !buf
+        .get(start + ns..start + ne)
+        .is_some_and(|n| last.same(n))
+    {
+        return;
+    }
+    let step = usize::from(last.key_step);
+    for &(ks, ke) in spans
+        .iter()
+        .skip(1 + step)
+        .step_by(step)
+        .take(PREFETCH_KEYS - 1)
+    {
+        if let Some(key) = buf.get(start + ks..start + ke).filter(|k| !k.is_empty()) {
+            server.keyspace.prefetch(db, key);
+        }
     }
 }
 
@@ -1319,6 +1374,7 @@ mod tests {
             name: *b"abcdefghijklmnop",
             idx: 1,
             prefetch_value: false,
+            key_step: 0,
         };
         assert!(!last.same(b"abcdefghijklmnopq"));
     }
@@ -1354,6 +1410,32 @@ mod tests {
             flagged,
             ["get", "getset", "getdel", "getex", "mget", "getrange", "substr"]
         );
+    }
+
+    /// The kept command carries the step between its keys when they run to its last
+    /// argument (the first prefetch stage then takes them all); single-key commands and
+    /// commands with other key layouts get 0.
+    #[test]
+    fn the_kept_command_says_where_its_keys_are() {
+        let server = Server::new(crate::config::Config::default(), 1, None, None);
+        let mut last = LastCommand::default();
+        for (name, want) in [
+            ("MGET", 1),
+            ("GET", 0),
+            ("mset", 2),
+            ("MSETNX", 2),
+            ("del", 1),
+            ("EXISTS", 1),
+            ("LPUSH", 0),
+            ("BLPOP", 0),
+            ("SINTER", 1),
+        ] {
+            let spans = [(0, name.len()), (name.len(), name.len() + 1)];
+            let data = format!("{name}k");
+            let args = Args::new(data.as_bytes(), &spans);
+            last.resolve(&server, args).expect("a command");
+            assert_eq!(last.key_step, want, "{name}");
+        }
     }
 
     #[test]
