@@ -28,6 +28,26 @@ def cpu_ticks(pid: int) -> int:
     return int(fields[11]) + int(fields[12])
 
 
+def fresh_server(argv: list, port: str, load: list) -> subprocess.Popen:
+    """Starts `argv` on `port` (no persistence), waits for PONG, and prefills 1,000,000
+    keys with the load generator command `load`; the caller stops the process."""
+    p = subprocess.Popen(argv + ["--port", port, "--save", "", "--appendonly", "no"],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        for _ in range(100):
+            if subprocess.run(["redis-cli", "-p", port, "ping"], capture_output=True,
+                              text=True).stdout.strip() == "PONG":
+                break
+            time.sleep(0.1)
+        subprocess.run(load + ["--prefill", "1000000", "--duration", "0"],
+                       stdout=subprocess.DEVNULL, check=True)
+    except BaseException:
+        p.kill()
+        p.wait()
+        raise
+    return p
+
+
 def main() -> None:
     if len(sys.argv) < 2:
         sys.exit(__doc__)
@@ -44,16 +64,8 @@ def main() -> None:
     res = {b: {c: [] for c in cmds} for b in bins}
     for r in range(rounds):
         for b in bins if r % 2 == 0 else bins[::-1]:
-            p = subprocess.Popen([b, "--port", port, "--save", "", "--appendonly", "no"],
-                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            p = fresh_server([b], port, common)
             try:
-                for _ in range(100):
-                    if subprocess.run(["redis-cli", "-p", port, "ping"], capture_output=True,
-                                      text=True).stdout.strip() == "PONG":
-                        break
-                    time.sleep(0.1)
-                subprocess.run(common + ["--prefill", "1000000", "--duration", "0"],
-                               stdout=subprocess.DEVNULL, check=True)
                 for c in cmds:
                     push = c in PUSHES
                     for rep in (1, 2) if push else (1,):

@@ -17,7 +17,8 @@ import os
 import statistics
 import subprocess
 import sys
-import time
+
+from ab import fresh_server
 
 
 def main() -> None:
@@ -36,17 +37,8 @@ def main() -> None:
     for r in range(rounds):
         for b in bins if r % 2 == 0 else bins[::-1]:
             server = ["redis-server", "--io-threads", "1"] if b == "redis" else [b]
-            p = subprocess.Popen(server + ["--port", port, "--save", "", "--appendonly", "no"],
-                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            p = fresh_server(server, port, common)
             try:
-                for _ in range(100):
-                    if subprocess.run(["redis-cli", "-p", port, "ping"], capture_output=True,
-                                      text=True).stdout.strip() == "PONG":
-                        break
-                    time.sleep(0.1)
-                subprocess.run(common + ["--prefill", "1000000", "--pipeline", "30",
-                                         "--duration", "0"],
-                               stdout=subprocess.DEVNULL, check=True)
                 for c in ("GET", "SET"):
                     for _ in range(runs):
                         out = subprocess.run(common + ["--command", c, "--pipeline", "1",
