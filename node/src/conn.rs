@@ -460,6 +460,17 @@ impl Conn {
         // first two commands have no key (PINGs) is parsed one command at a time.
         let mut batch = std::mem::take(&mut self.batch);
         batch.fill(&mut self.parser, &self.rbuf, 2, &mut self.spans);
+        // A lone command (pipeline 1) gets no prefetch from the batch: it would run at once,
+        // its key's lines missing. When another connection of this worker has run its
+        // commands and holds the replies (a round of ready connections is under way,
+        // `crate::busy::Holding`), its key's lines are prefetched and the connection lets
+        // the rest of the round run first: the round's misses overlap instead of coming
+        // one after another. A lone client (nobody holding) runs at once, as before.
+        if batch.len() == 1 && crate::busy::others_hold() && batch.key(&self.rbuf, 0).is_some() {
+            let (db, buf) = (self.client.db, &self.rbuf);
+            prefetch_key(srv, db, buf, &batch, &self.last_cmd, &mut self.hashes, 0);
+            tokio::task::yield_now().await;
+        }
         if batch.len() == 2 && (0..2).any(|c| batch.key(&self.rbuf, c).is_some()) {
             batch.extend(&mut self.parser, &self.rbuf, BATCH_MAX, &mut self.spans);
             for c in 0..PREFETCH_AHEAD {

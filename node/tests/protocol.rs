@@ -168,6 +168,38 @@ fn fifty_clients_times_ten_thousand_incr_lose_no_update() {
 }
 
 #[test]
+fn one_worker_many_clients_at_pipeline_one_each_get_their_own_replies() {
+    // One worker serves every connection, so rounds of several ready connections form,
+    // in which a lone command is deferred behind the others (its key prefetched): each
+    // client must still get its own replies, in its own order.
+    let e = Ember::start(&["--threads", "1"]);
+    let port = e.port;
+    let threads: Vec<_> = (0..32)
+        .map(|t| {
+            std::thread::spawn(move || {
+                let client = redis::Client::open(format!("redis://127.0.0.1:{port}/")).unwrap();
+                let mut c = client.get_connection().unwrap();
+                let key = format!("own:{t}");
+                for i in 0..300 {
+                    let v = format!("{t}:{i}");
+                    let _: () = redis::cmd("SET").arg(&key).arg(&v).query(&mut c).unwrap();
+                    let got: String = redis::cmd("GET").arg(&key).query(&mut c).unwrap();
+                    assert_eq!(got, v, "client {t} read another reply");
+                    let n: i64 = redis::cmd("INCR").arg("shared").query(&mut c).unwrap();
+                    assert!(n >= 1);
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    let mut c = e.conn();
+    let n: i64 = redis::cmd("GET").arg("shared").query(&mut c).unwrap();
+    assert_eq!(n, 32 * 300);
+}
+
+#[test]
 fn sigterm_shuts_down_cleanly() {
     let mut e = Ember::start(&[]);
     let pid = {
