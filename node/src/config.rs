@@ -268,6 +268,14 @@ static DIRECTIVES: &[Directive] = &[
         mutable: false,
     },
     Directive {
+        // As in Redis: jemalloc purges freed pages from a thread of its own, so memory
+        // freed by one arena comes back to the system even when nothing allocates there.
+        name: "jemalloc-bg-thread",
+        kind: Kind::Bool,
+        default: "yes",
+        mutable: true,
+    },
+    Directive {
         name: "compression",
         kind: Kind::Bool,
         default: "no",

@@ -353,6 +353,7 @@ impl Server {
             threshold: usize::try_from(c.get_u64("compression-threshold")).unwrap_or(usize::MAX),
         });
         self.evict.configure(&c);
+        set_jemalloc_bg_thread(c.get_bool("jemalloc-bg-thread"));
         let events = crate::notify::parse_flags(c.get("notify-keyspace-events")).unwrap_or(0);
         self.notify.set(events);
         self.keyspace
@@ -600,6 +601,24 @@ async fn accept_loop(server: Arc<Server>, listener: tokio::net::TcpListener) {
             .is_err()
         {
             server.connected.fetch_sub(1, Relaxed);
+        }
+    }
+}
+
+/// `jemalloc-bg-thread`: jemalloc's background thread on or off (written only on a
+/// change). It purges the freed pages of every arena as their decay time passes; without
+/// it an arena purges only when a thread allocates or frees through it, so the elements'
+/// arena (`storage::arena`) kept the pages of deleted collections until the next
+/// collection write: 3.2-3.5 GB of RSS for 527 MB used after the benchmark's pipelined
+/// runs, 0.7 GB with it (`benches/results/2026-12-07-perf-16.md`).
+fn set_jemalloc_bg_thread(on: bool) {
+    use tikv_jemalloc_ctl::background_thread;
+    match background_thread::read() {
+        Ok(now) if now == on => {}
+        _ => {
+            if let Err(e) = background_thread::write(on) {
+                warn!("jemalloc-bg-thread: {e}");
+            }
         }
     }
 }

@@ -2,6 +2,8 @@
 directives: reply shapes and error texts, compared with redis-server 7.0 where the shapes
 are meant to match."""
 
+import time
+
 import pytest
 import redis
 
@@ -257,3 +259,53 @@ def test_collection_elements_in_base_pages(start_server):
     _fill(srv, 64)
     strings = _proc_field(srv.proc.pid, "smaps_rollup", "AnonHugePages") - before - lists
     assert strings >= 16 * 1024, f"AnonHugePages grew {strings} kB for 64 MiB of strings"
+
+
+def _push_elements(c, mib: int) -> None:
+    """`mib` MiB of 256-byte elements in 64 lists (`mem:list:<n>`)."""
+    value = b"e" * 256
+    for start in range(0, mib * 4096, 8192):
+        p = c.pipeline(transaction=False)
+        for i in range(start, start + 8192, 128):
+            p.rpush(f"mem:list:{(i // 128) % 64}", *([value] * 128))
+        p.execute()
+
+
+def _rss_falls_below(pid: int, limit_kb: int, within_s: float) -> int:
+    """Polls the RSS until it is under `limit_kb` or `within_s` passed; the last reading."""
+    deadline = time.monotonic() + within_s
+    while True:
+        rss = _proc_field(pid, "status", "VmRSS")
+        if rss < limit_kb or time.monotonic() > deadline:
+            return rss
+        time.sleep(0.5)
+
+
+def test_memory_of_deleted_collections_goes_back_to_the_system(start_server):
+    """Deleting big collections gives their memory back within seconds, as Redis does
+    (jemalloc-bg-thread yes, the default: jemalloc purges freed pages from its own thread;
+    without it the elements' arena kept them until something allocated there again)."""
+    srv = start_server()
+    c = srv.client()
+    assert c.config_get("jemalloc-bg-thread") == {"jemalloc-bg-thread": "yes"}
+    base = _proc_field(srv.proc.pid, "status", "VmRSS")
+    _push_elements(c, 96)
+    peak = _proc_field(srv.proc.pid, "status", "VmRSS")
+    assert peak - base >= 96 * 1024, (base, peak)
+    c.delete(*(f"mem:list:{n}" for n in range(64)))
+    rss = _rss_falls_below(srv.proc.pid, base + (peak - base) // 4, 30)
+    assert rss < base + (peak - base) // 4, f"RSS {rss} kB after the deletes (base {base}, peak {peak})"
+
+    if IS_REDIS:
+        return
+    # The same with the background thread off: the freed pages stay.
+    c.config_set("jemalloc-bg-thread", "no")
+    _push_elements(c, 96)
+    peak = _proc_field(srv.proc.pid, "status", "VmRSS")
+    c.delete(*(f"mem:list:{n}" for n in range(64)))
+    time.sleep(12)  # jemalloc's dirty decay time is 10 s
+    kept = _proc_field(srv.proc.pid, "status", "VmRSS")
+    assert kept > base + (peak - base) // 2, f"RSS {kept} kB, peak {peak}: purged without the thread"
+    c.config_set("jemalloc-bg-thread", "yes")
+    rss = _rss_falls_below(srv.proc.pid, base + (peak - base) // 4, 30)
+    assert rss < base + (peak - base) // 4, f"RSS {rss} kB after the thread came back"
