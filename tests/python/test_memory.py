@@ -238,6 +238,16 @@ def test_transparent_huge_pages(start_server):
         off.client().config_set("disable-thp", "no")
 
 
+def _push_elements(c, mib: int, prefix: str = "mem:list") -> None:
+    """`mib` MiB of 256-byte elements in 64 lists (`<prefix>:<n>`)."""
+    value = b"e" * 256
+    for start in range(0, mib * 4096, 8192):
+        p = c.pipeline(transaction=False)
+        for i in range(start, start + 8192, 128):
+            p.rpush(f"{prefix}:{(i // 128) % 64}", *([value] * 128))
+        p.execute()
+
+
 @pytest.mark.skipif(IS_REDIS, reason="Ember's heap policy: Redis disables THP by default")
 @pytest.mark.skipif(_thp_mode() not in ("always", "madvise"), reason="kernel THP is off")
 def test_collection_elements_in_base_pages(start_server):
@@ -247,28 +257,13 @@ def test_collection_elements_in_base_pages(start_server):
     srv = start_server()
     c = srv.client()
     before = _proc_field(srv.proc.pid, "smaps_rollup", "AnonHugePages")
-    value = b"e" * 256
-    for start in range(0, 128 * 4096, 8192):
-        p = c.pipeline(transaction=False)
-        for i in range(start, start + 8192, 128):
-            p.rpush(f"list:{(i // 128) % 64}", *([value] * 128))
-        p.execute()
+    _push_elements(c, 128, "list")
     assert c.llen("list:0") == 128 * 4096 // 64
     lists = _proc_field(srv.proc.pid, "smaps_rollup", "AnonHugePages") - before
     assert lists <= 40 * 1024, f"AnonHugePages grew {lists} kB for 128 MiB of list elements"
     _fill(srv, 64)
     strings = _proc_field(srv.proc.pid, "smaps_rollup", "AnonHugePages") - before - lists
     assert strings >= 16 * 1024, f"AnonHugePages grew {strings} kB for 64 MiB of strings"
-
-
-def _push_elements(c, mib: int) -> None:
-    """`mib` MiB of 256-byte elements in 64 lists (`mem:list:<n>`)."""
-    value = b"e" * 256
-    for start in range(0, mib * 4096, 8192):
-        p = c.pipeline(transaction=False)
-        for i in range(start, start + 8192, 128):
-            p.rpush(f"mem:list:{(i // 128) % 64}", *([value] * 128))
-        p.execute()
 
 
 def _rss_falls_below(pid: int, limit_kb: int, within_s: float) -> int:
