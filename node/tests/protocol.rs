@@ -139,29 +139,36 @@ fn resp3_after_hello_and_back() {
     assert_eq!(raw_roundtrip(&mut s, b"GET nokey\r\n", 5), b"$-1\r\n");
 }
 
-#[test]
-fn fifty_clients_times_ten_thousand_incr_lose_no_update() {
-    let e = Ember::start(&["--threads", "4"]);
-    let port = e.port;
-    let threads: Vec<_> = (0..50)
-        .map(|_| {
+/// Runs `f(i, connection)` for clients `0..n` at once, each on its own thread and
+/// connection to `port`, and waits for all of them (a panic in one fails the test).
+fn on_clients(port: u16, n: usize, f: fn(usize, &mut redis::Connection)) {
+    let threads: Vec<_> = (0..n)
+        .map(|i| {
             std::thread::spawn(move || {
                 let client = redis::Client::open(format!("redis://127.0.0.1:{port}/")).unwrap();
                 let mut c = client.get_connection().unwrap();
-                // Pipelined in chunks so the test stays fast on two cores.
-                for _ in 0..100 {
-                    let mut p = redis::pipe();
-                    for _ in 0..100 {
-                        p.cmd("INCR").arg("counter").ignore();
-                    }
-                    p.query::<()>(&mut c).unwrap();
-                }
+                f(i, &mut c);
             })
         })
         .collect();
     for t in threads {
         t.join().unwrap();
     }
+}
+
+#[test]
+fn fifty_clients_times_ten_thousand_incr_lose_no_update() {
+    let e = Ember::start(&["--threads", "4"]);
+    on_clients(e.port, 50, |_, c| {
+        // Pipelined in chunks so the test stays fast on two cores.
+        for _ in 0..100 {
+            let mut p = redis::pipe();
+            for _ in 0..100 {
+                p.cmd("INCR").arg("counter").ignore();
+            }
+            p.query::<()>(c).unwrap();
+        }
+    });
     let mut c = e.conn();
     let n: i64 = redis::cmd("GET").arg("counter").query(&mut c).unwrap();
     assert_eq!(n, 500_000);
@@ -173,27 +180,17 @@ fn one_worker_many_clients_at_pipeline_one_each_get_their_own_replies() {
     // in which a lone command is deferred behind the others (its key prefetched): each
     // client must still get its own replies, in its own order.
     let e = Ember::start(&["--threads", "1"]);
-    let port = e.port;
-    let threads: Vec<_> = (0..32)
-        .map(|t| {
-            std::thread::spawn(move || {
-                let client = redis::Client::open(format!("redis://127.0.0.1:{port}/")).unwrap();
-                let mut c = client.get_connection().unwrap();
-                let key = format!("own:{t}");
-                for i in 0..300 {
-                    let v = format!("{t}:{i}");
-                    let _: () = redis::cmd("SET").arg(&key).arg(&v).query(&mut c).unwrap();
-                    let got: String = redis::cmd("GET").arg(&key).query(&mut c).unwrap();
-                    assert_eq!(got, v, "client {t} read another reply");
-                    let n: i64 = redis::cmd("INCR").arg("shared").query(&mut c).unwrap();
-                    assert!(n >= 1);
-                }
-            })
-        })
-        .collect();
-    for t in threads {
-        t.join().unwrap();
-    }
+    on_clients(e.port, 32, |t, c| {
+        let key = format!("own:{t}");
+        for i in 0..300 {
+            let v = format!("{t}:{i}");
+            let _: () = redis::cmd("SET").arg(&key).arg(&v).query(c).unwrap();
+            let got: String = redis::cmd("GET").arg(&key).query(c).unwrap();
+            assert_eq!(got, v, "client {t} read another reply");
+            let n: i64 = redis::cmd("INCR").arg("shared").query(c).unwrap();
+            assert!(n >= 1);
+        }
+    });
     let mut c = e.conn();
     let n: i64 = redis::cmd("GET").arg("shared").query(&mut c).unwrap();
     assert_eq!(n, 32 * 300);
