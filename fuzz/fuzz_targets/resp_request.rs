@@ -9,10 +9,15 @@ use libfuzzer_sys::fuzz_target;
 use resp::{Args, Batch, Limits, RequestKind, RequestParser};
 
 fuzz_target!(|data: &[u8]| {
-    // The first byte picks the chunk size and the limits.
+    // The first byte picks the chunk size and the limits; the second, whether the client
+    // is unauthenticated (Redis's tighter limits: 10 arguments, 16 KiB bulks).
     let Some((&ctl, data)) = data.split_first() else {
         return;
     };
+    let Some((&ctl2, data)) = data.split_first() else {
+        return;
+    };
+    let unauth = ctl2 & 1 != 0;
     let chunk = usize::from(ctl & 0x1f) + 1;
     let limits = if ctl & 0x80 != 0 {
         Limits {
@@ -23,8 +28,9 @@ fuzz_target!(|data: &[u8]| {
     } else {
         Limits::default()
     };
-    check_batch(data, limits, usize::from(ctl >> 5));
+    check_batch(data, limits, usize::from(ctl >> 5), unauth);
     let mut parser = RequestParser::new(limits);
+    parser.set_auth_required(unauth);
     let mut spans = Vec::new();
     let mut buf: Vec<u8> = Vec::new();
     let mut fed = 0;
@@ -85,8 +91,9 @@ fn one_by_one(parser: &mut RequestParser, data: &[u8], mut at: usize, out: &mut 
 
 /// A batch of up to `max` commands (filled in two steps), then the parser from its end,
 /// against the parser alone on the whole input.
-fn check_batch(data: &[u8], limits: Limits, max: usize) {
+fn check_batch(data: &[u8], limits: Limits, max: usize, unauth: bool) {
     let mut parser = RequestParser::new(limits);
+    parser.set_auth_required(unauth);
     let mut batch = Batch::default();
     let mut scratch = Vec::new();
     batch.fill(&mut parser, data, max / 2, &mut scratch);
@@ -105,6 +112,8 @@ fn check_batch(data: &[u8], limits: Limits, max: usize) {
     }
     one_by_one(&mut parser, data, batch.end(), &mut steps);
     let mut alone = Vec::new();
-    one_by_one(&mut RequestParser::new(limits), data, 0, &mut alone);
+    let mut fresh = RequestParser::new(limits);
+    fresh.set_auth_required(unauth);
+    one_by_one(&mut fresh, data, 0, &mut alone);
     assert_eq!(steps, alone, "the batch disagrees with the parser");
 }

@@ -459,6 +459,10 @@ impl Conn {
         // malformed command) is parsed where the loop reaches it, as before. A batch whose
         // first two commands have no key (PINGs) is parsed one command at a time.
         let mut batch = std::mem::take(&mut self.batch);
+        // Before AUTH, Redis's tighter limits (10 arguments, 16 KiB bulks) bound what an
+        // unauthenticated client can make the server buffer; the batch parse leaves such a
+        // client's commands to the loop below, which syncs the flag before each one.
+        self.parser.set_auth_required(!self.client.authenticated);
         batch.fill(&mut self.parser, &self.rbuf, 2, &mut self.spans);
         // A lone command (pipeline 1) gets no prefetch from the batch: it would run at once,
         // its key's lines missing. When another connection of this worker has run its
@@ -488,7 +492,12 @@ impl Conn {
                     debug_assert_eq!(at, start, "the loop runs the batch in order");
                     Ok(Some((end - at, RequestKind::Multibulk)))
                 }
-                None => self.parser.parse(&self.rbuf[start..], &mut self.spans),
+                None => {
+                    // A command before this one may have authenticated (AUTH, HELLO) or
+                    // dropped it (RESET).
+                    self.parser.set_auth_required(!self.client.authenticated);
+                    self.parser.parse(&self.rbuf[start..], &mut self.spans)
+                }
             };
             match parsed {
                 Ok(Some((consumed, kind))) => {

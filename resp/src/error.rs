@@ -15,7 +15,7 @@ pub enum ProtocolError {
     /// An unauthenticated client announced more than 10 arguments.
     #[error("Protocol error: unauthenticated multibulk length")]
     UnauthenticatedMultibulkLength,
-    /// An unauthenticated client announced a bulk longer than 2000 bytes.
+    /// An unauthenticated client announced a bulk longer than 16384 bytes.
     #[error("Protocol error: unauthenticated bulk length")]
     UnauthenticatedBulkLength,
     /// A multibulk element does not start with `$`.

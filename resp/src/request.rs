@@ -18,8 +18,8 @@ const SPAN_RESERVE_CAP: usize = 1024;
 /// Most arguments an unauthenticated client may announce (Redis: 10).
 const UNAUTH_MAX_MULTIBULK: usize = 10;
 
-/// Longest bulk an unauthenticated client may announce (Redis: 2000).
-const UNAUTH_MAX_BULK: u64 = 2000;
+/// Longest bulk an unauthenticated client may announce (Redis 7: 16 KiB).
+const UNAUTH_MAX_BULK: u64 = 16384;
 
 /// Parser limits (Redis defaults).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -344,7 +344,7 @@ impl RequestParser {
     }
 
     /// While `true` (client not yet authenticated), multibulk counts above
-    /// 10 and bulk lengths above 2000 are refused with Redis's
+    /// 10 and bulk lengths above 16384 are refused with Redis's
     /// `unauthenticated ... length` errors. Off by default.
     pub fn set_auth_required(&mut self, required: bool) {
         self.auth_required = required;
@@ -1318,10 +1318,10 @@ mod tests {
         assert_eq!(p.parse(b"*10\r\n", &mut spans), Ok(None));
         p.reset();
         assert_eq!(
-            p.parse(b"*1\r\n$2001\r\n", &mut spans),
+            p.parse(b"*1\r\n$16385\r\n", &mut spans),
             Err(E::UnauthenticatedBulkLength)
         );
-        assert_eq!(p.parse(b"*1\r\n$2000\r\n", &mut spans), Ok(None));
+        assert_eq!(p.parse(b"*1\r\n$16384\r\n", &mut spans), Ok(None));
         p.reset();
         p.set_auth_required(false);
         assert_eq!(p.parse(b"*11\r\n$2001\r\n", &mut spans), Ok(None));

@@ -245,6 +245,64 @@ def test_reset_deauthenticates(authsrv):
         assert c.cmd("ECHO", "x") == RespError(NOAUTH)
 
 
+def test_unauthenticated_request_limits(authsrv):
+    """Before AUTH a client may announce at most 10 arguments and bulks of at most 16 KiB
+    (Redis's limits): past them the server answers the protocol error and closes, instead
+    of buffering what an unauthenticated client sends (20 such clients grew RSS by 1 GB)."""
+    with authsrv.raw(timeout=5) as c:
+        c.send(b"*2\r\n$4\r\nAUTH\r\n$500000000\r\n")
+        assert c.read_raw() == b"-ERR Protocol error: unauthenticated bulk length\r\n"
+        assert c.is_closed()
+    with authsrv.raw(timeout=5) as c:
+        c.send(b"*11\r\n")
+        assert c.read_raw() == b"-ERR Protocol error: unauthenticated multibulk length\r\n"
+        assert c.is_closed()
+    with authsrv.raw(timeout=5) as c:
+        # At the limits: answered (NOAUTH), connection kept.
+        assert c.cmd("ECHO", "x" * 16384) == RespError(NOAUTH)
+        assert c.cmd("DEL", *(["k"] * 9)) == RespError(NOAUTH)
+        # Authenticated (in the same pipeline), the usual limits apply again.
+        c.send_cmd("AUTH", "s3cret")
+        c.send_cmd("ECHO", "y" * 100000)
+        c.send_cmd(*(["ECHO"] * 11))
+        assert c.read_reply() == "OK"
+        assert c.read_reply() == b"y" * 100000
+        assert isinstance(c.read_reply(), RespError)  # wrong number of arguments, kept open
+        assert c.cmd("PING") == "PONG"
+        # RESET drops the authentication, and the tighter limits with it.
+        assert c.cmd("RESET") == "RESET"
+        c.send(b"*2\r\n$4\r\nECHO\r\n$16385\r\n")
+        assert c.read_raw() == b"-ERR Protocol error: unauthenticated bulk length\r\n"
+        assert c.is_closed()
+
+
+def test_unauthenticated_clients_cannot_fill_memory(authsrv):
+    """The attack of issue 34: many unauthenticated connections each announcing a 500 MB
+    AUTH argument and sending data. Each is closed at the header, so the server's memory
+    stays where it was."""
+    before = authsrv.client().info("memory")["used_memory"]
+    conns = []
+    try:
+        for _ in range(10):
+            c = authsrv.raw(timeout=5)
+            conns.append(c)
+            c.send(b"*2\r\n$4\r\nAUTH\r\n$500000000\r\n")
+        chunk = b"x" * (1 << 20)
+        for c in conns:
+            try:
+                for _ in range(8):
+                    c.send(chunk)
+            except OSError:
+                pass  # closed by the server: what the fix does
+        for c in conns:
+            assert c.is_closed()
+        after = authsrv.client().info("memory")["used_memory"]
+        assert after < before + 16 * (1 << 20), (before, after)
+    finally:
+        for c in conns:
+            c.close()
+
+
 # --------------------------------------------------------------------------- SELECT
 
 def test_select_isolates_databases(server, r):
