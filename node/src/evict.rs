@@ -3,7 +3,8 @@
 //! if nothing can be evicted, commands that may grow memory get `-OOM`.
 //!
 //! - Used memory is jemalloc's allocated bytes less what sits in thread caches (freed by
-//!   Ember, not yet returned to the arenas), refreshed at most once a millisecond by
+//!   Ember, not yet returned to the arenas) and less the Lua heaps (not data, as in Redis:
+//!   [`crate::script::vm_memory`]), refreshed at most once a millisecond by
 //!   whichever command looks first ([`Evictor::used_memory`]).
 //! - LRU, LFU and TTL policies approximate the ideal victim by sampling, with Redis's
 //!   16-entry eviction pool kept across calls. Keys are spread over many shards by hash,
@@ -565,12 +566,19 @@ pub fn script_oom(server: &Server) -> bool {
     ev.enabled() && ev.used_memory() > ev.maxmemory() && ev.perform(server) == Outcome::Fail
 }
 
-/// jemalloc's allocated bytes less the bytes cached in thread caches (freed by Ember).
+/// Used memory as `maxmemory` counts it (INFO `used_memory`): jemalloc's allocated bytes
+/// less the bytes cached in thread caches (freed by Ember) and less the Lua heaps
+/// ([`crate::script::vm_memory`]), which are not data: as in Redis, a script's heap and
+/// its garbage never make eviction delete keys.
 pub fn allocated_bytes() -> u64 {
     use tikv_jemalloc_ctl::{epoch, stats};
     let _ = epoch::advance();
     let allocated = stats::allocated::read().unwrap_or(0) as u64;
-    allocated.saturating_sub(tcache_bytes())
+    let (eval, functions) = crate::script::vm_memory();
+    allocated
+        .saturating_sub(tcache_bytes())
+        .saturating_sub(eval)
+        .saturating_sub(functions)
 }
 
 /// Bytes held in jemalloc's thread caches, all arenas merged.

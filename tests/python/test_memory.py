@@ -7,7 +7,7 @@ import time
 import pytest
 import redis
 
-from helpers import IS_REDIS, RespError, reference_redis
+from helpers import IS_EMBER, IS_REDIS, RespError, reference_redis
 
 OOM = "command not allowed when used memory > 'maxmemory'."
 
@@ -304,3 +304,46 @@ def test_memory_of_deleted_collections_goes_back_to_the_system(start_server):
     c.config_set("jemalloc-bg-thread", "yes")
     rss = _rss_falls_below(srv.proc.pid, base + (peak - base) // 4, 30)
     assert rss < base + (peak - base) // 4, f"RSS {rss} kB after the thread came back"
+
+
+@pytest.mark.parametrize("policy", ["allkeys-lru", "noeviction"])
+def test_a_scripts_heap_never_evicts_the_dataset(start_server, policy):
+    """Issue 34: one script that builds a big table used to leave its garbage counted in
+    used_memory, so the next writes evicted the whole dataset (allkeys-lru) or were all
+    refused with -OOM (noeviction). The Lua heap is not data: it stays out of used_memory
+    (reported as used_memory_vm_eval), and the script's garbage is collected after it."""
+    srv = start_server("--maxmemory", "60mb", "--maxmemory-policy", policy)
+    c = srv.client()
+    value = "v" * 1000
+    for start in range(0, 20_000, 5_000):
+        p = c.pipeline(transaction=False)
+        for i in range(start, start + 5_000):
+            p.set(f"data:{i}", value)
+        p.execute()
+    assert c.dbsize() == 20_000
+    before = c.info("memory")["used_memory"]
+    # A heap of ~128 MB (an 8M-slot array), twice maxmemory, garbage once it returns.
+    assert c.eval("local t = {} for i = 1, 5e6 do t[i] = i end return #t", 0) == 5_000_000
+    mem = c.info("memory")
+    assert mem["used_memory"] < before + (16 << 20), (before, mem["used_memory"])
+    assert mem["used_memory"] <= mem["maxmemory"]
+    if IS_EMBER:
+        # Ember also collects the script's garbage right after it (Redis keeps it until
+        # Lua's own collector comes round).
+        assert 0 < mem["used_memory_vm_eval"] < (8 << 20), mem["used_memory_vm_eval"]
+    assert mem["used_memory_lua"] == mem["used_memory_vm_eval"]
+    assert mem["used_memory_vm_total"] >= mem["used_memory_vm_eval"]
+    # Writes after it: none refused, nothing evicted.
+    p = c.pipeline(transaction=False)
+    for i in range(2_000):
+        p.set(f"after:{i}", "x" * 100)
+    assert all(r is True for r in p.execute())
+    assert c.dbsize() == 22_000
+    assert c.info("stats")["evicted_keys"] == 0
+    # While the script runs its heap is left out too: a write it makes after growing the
+    # heap past maxmemory neither evicts nor is refused.
+    script = "local t = {} for i = 1, 5e6 do t[i] = i end return redis.call('set', KEYS[1], #t)"
+    assert c.eval(script, 1, "during") == b"OK"
+    assert c.get("during") == b"5000000"
+    assert c.dbsize() == 22_001
+    assert c.info("stats")["evicted_keys"] == 0

@@ -423,13 +423,13 @@ fn allocator_stats() -> (u64, u64, u64) {
 /// The highest `used_memory` seen (by the sampler or by INFO).
 static PEAK_MEMORY: AtomicU64 = AtomicU64::new(0);
 
-/// Current used bytes (allocated less thread caches, as eviction counts them), active and
-/// resident bytes, also raising the recorded peak.
-fn used_memory() -> (u64, u64, u64) {
-    let (_, active, resident) = allocator_stats();
+/// Current used bytes (allocated less thread caches and Lua heaps, as eviction counts
+/// them), jemalloc's allocated, active and resident bytes, also raising the recorded peak.
+fn used_memory() -> (u64, u64, u64, u64) {
+    let (allocated, active, resident) = allocator_stats();
     let used = crate::evict::allocated_bytes();
     PEAK_MEMORY.fetch_max(used, Relaxed);
-    (used, active, resident)
+    (used, allocated, active, resident)
 }
 
 /// The highest used memory seen (INFO used_memory_peak, MEMORY STATS peak.allocated).
@@ -601,7 +601,7 @@ pub fn info_text(server: &Server, now: u64, want: impl Fn(&str) -> bool) -> Stri
 
     if want("memory") {
         begin(&mut s, "Memory");
-        let (used, active, resident) = used_memory();
+        let (used, allocated, active, resident) = used_memory();
         let peak = PEAK_MEMORY.load(Relaxed).max(used);
         let rss = proc_kb("/proc/self/status", "VmRSS");
         let total = proc_kb("/proc/meminfo", "MemTotal");
@@ -617,7 +617,19 @@ pub fn info_text(server: &Server, now: u64, want: impl Fn(&str) -> bool) -> Stri
             used as f64 * 100.0 / peak as f64
         };
         kv(&mut s, "used_memory_peak_perc", format!("{perc:.2}%"));
-        kv(&mut s, "allocator_allocated", used);
+        // Memory that is not data, outside used_memory (as Redis reports it).
+        let (eval, functions) = crate::script::vm_memory();
+        kv(&mut s, "used_memory_lua", eval);
+        kv(&mut s, "used_memory_lua_human", bytes_to_human(eval));
+        kv(&mut s, "used_memory_vm_eval", eval);
+        kv(&mut s, "used_memory_vm_functions", functions);
+        kv(&mut s, "used_memory_vm_total", eval + functions);
+        kv(
+            &mut s,
+            "used_memory_vm_total_human",
+            bytes_to_human(eval + functions),
+        );
+        kv(&mut s, "allocator_allocated", allocated);
         kv(&mut s, "allocator_active", active);
         kv(&mut s, "allocator_resident", resident);
         kv(&mut s, "total_system_memory", total);

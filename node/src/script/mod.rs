@@ -17,7 +17,7 @@ pub mod structlib;
 
 use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap};
-use std::sync::atomic::{AtomicBool, AtomicU8, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, Ordering::Relaxed};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -163,6 +163,89 @@ pub struct Engine {
     chunk: &'static str,
     /// EVAL cache: sha1 hex -> script.
     pub scripts: HashMap<String, Script>,
+    /// This state's share of [`vm_memory`] and its collection schedule.
+    heap: HeapGauge,
+}
+
+/// Bytes the EVAL engines' Lua heaps hold (INFO `used_memory_vm_eval`).
+static VM_EVAL: AtomicU64 = AtomicU64::new(0);
+/// Bytes the function engines' Lua heaps hold (INFO `used_memory_vm_functions`).
+static VM_FUNCTIONS: AtomicU64 = AtomicU64::new(0);
+
+/// Scripts between two incremental collection steps (Redis's `LUA_GC_CYCLE_PERIOD`).
+const GC_PERIOD: u32 = 50;
+/// Basic collector steps taken every [`GC_PERIOD`] scripts (each one about 2 KB of the
+/// collector's work in Lua 5.1: together about what Redis's `lua_gc(LUA_GCSTEP, 50)` does).
+const GC_STEPS: u32 = 50;
+/// A heap past this size, and past twice its size after the last full collection, is
+/// collected in full after the script: garbage a script left (one big table) would
+/// otherwise stay until Lua's own collector reaches twice the peak.
+const FULL_GC_MIN: u64 = 32 << 20;
+
+/// The Lua heaps of every engine (EVAL and functions), in bytes as Lua requested them.
+/// Not data: [`crate::evict::allocated_bytes`] leaves it out of `used_memory`, so a script's
+/// garbage never makes `maxmemory` evict keys (as in Redis, whose Lua heap is outside
+/// `used_memory`); INFO memory reports it.
+pub fn vm_memory() -> (u64, u64) {
+    (VM_EVAL.load(Relaxed), VM_FUNCTIONS.load(Relaxed))
+}
+
+/// One Lua state's share of the global heap figures and its collection schedule.
+struct HeapGauge {
+    /// [`VM_EVAL`] or [`VM_FUNCTIONS`].
+    total: &'static AtomicU64,
+    /// The heap size last added to `total`.
+    reported: AtomicU64,
+    /// Scripts since the last incremental step.
+    runs: AtomicU32,
+    /// Heap size right after the last full collection.
+    floor: AtomicU64,
+}
+
+impl HeapGauge {
+    fn new(total: &'static AtomicU64) -> Self {
+        HeapGauge {
+            total,
+            reported: AtomicU64::new(0),
+            runs: AtomicU32::new(0),
+            floor: AtomicU64::new(0),
+        }
+    }
+
+    /// Makes `total` count `bytes` for this state.
+    fn set(&self, bytes: u64) {
+        let old = self.reported.swap(bytes, Relaxed);
+        // Wrapping: a shrink adds the two's complement of the difference.
+        self.total.fetch_add(bytes.wrapping_sub(old), Relaxed);
+    }
+
+    /// After a script: an incremental step every [`GC_PERIOD`] scripts, a full collection
+    /// when the heap has grown past [`FULL_GC_MIN`] and twice its last collected size;
+    /// then the figure is brought up to date.
+    fn after_run(&self, lua: &Lua) {
+        if self.runs.fetch_add(1, Relaxed) + 1 >= GC_PERIOD {
+            self.runs.store(0, Relaxed);
+            for _ in 0..GC_STEPS {
+                if !matches!(lua.gc_step(), Ok(false)) {
+                    break;
+                }
+            }
+        }
+        let heap = lua.used_memory() as u64;
+        if heap > FULL_GC_MIN.max(self.floor.load(Relaxed).saturating_mul(2)) {
+            // Twice: the first call may only finish a cycle already under way.
+            let _ = lua.gc_collect();
+            let _ = lua.gc_collect();
+            self.floor.store(lua.used_memory() as u64, Relaxed);
+        }
+        self.set(lua.used_memory() as u64);
+    }
+}
+
+impl Drop for HeapGauge {
+    fn drop(&mut self) {
+        self.set(0);
+    }
 }
 
 const PRELUDE: &str = r#"
@@ -321,6 +404,11 @@ impl Engine {
 
     fn try_new(chunk: &'static str) -> mlua::Result<Self> {
         let lua = Lua::new();
+        let heap = HeapGauge::new(if chunk == "@user_function" {
+            &VM_FUNCTIONS
+        } else {
+            &VM_EVAL
+        });
         let globals = lua.globals();
         libs::register(&lua, &globals)?;
         let imp = lua.create_table()?;
@@ -584,18 +672,28 @@ impl Engine {
             random: rng,
             chunk,
             scripts: HashMap::new(),
+            heap,
         })
+    }
+
+    /// Brings this state's share of [`vm_memory`] up to date (after it compiled or ran
+    /// something).
+    pub fn note_heap(&self) {
+        self.heap.set(self.lua.used_memory() as u64);
     }
 
     /// Compiles `body` (its shebang line already blanked) into a function of the sandbox.
     pub fn compile(&self, body: &[u8]) -> Result<Function, String> {
-        self.lua
+        let f = self
+            .lua
             .load(body)
             .set_name(self.chunk)
             .set_mode(mlua::chunk::ChunkMode::Text)
             .set_environment(self.env.clone())
             .into_function()
-            .map_err(|e| root_message(&e))
+            .map_err(|e| root_message(&e));
+        self.note_heap();
+        f
     }
 
     /// The real `redis` table (for FUNCTION LOAD's `register_function`).
@@ -695,6 +793,9 @@ struct CallState<'c, 'a> {
     oom: bool,
     resp3: Arc<AtomicBool>,
     server: Arc<Server>,
+    /// The running engine's heap figure, brought up to date before each command the
+    /// script calls (so eviction that command does leaves the heap out as it is now).
+    heap: &'c HeapGauge,
 }
 
 /// The busy threshold in ms (`busy-reply-threshold`, else `lua-time-limit`, else 5000).
@@ -781,6 +882,7 @@ pub fn run(engine: &Engine, ctx: &mut Ctx<'_>, func: &Function, opts: RunOpts<'_
             oom,
             resp3: engine.resp3.clone(),
             server: server.clone(),
+            heap: &engine.heap,
         });
         let r = lua.scope(|scope| {
             let call = scope.create_function(|lua, a: MultiValue| {
@@ -833,6 +935,7 @@ pub fn run(engine: &Engine, ctx: &mut Ctx<'_>, func: &Function, opts: RunOpts<'_
         let _ = engine.lookup.raw_set("KEYS", Value::Nil);
         let _ = engine.lookup.raw_set("ARGV", Value::Nil);
     }
+    engine.heap.after_run(&engine.lua);
     match result {
         Err(e) => Err(CmdError::err(format!(
             "Error running script {}, {}",
@@ -918,6 +1021,7 @@ fn redis_call(
     } else {
         Protocol::Resp2
     });
+    st.heap.set(lua.used_memory() as u64);
     std::mem::swap(st.ctx.out, &mut w);
     let r = run_command(st.ctx, idx, args);
     std::mem::swap(st.ctx.out, &mut w);
@@ -1060,6 +1164,7 @@ impl FunctionStore {
                 Ok(Some(msg))
             }
         });
+        self.engine.note_heap();
         match res {
             Err(e) => {
                 return Err(CmdError::err(format!(
@@ -1206,4 +1311,60 @@ fn register_function(
         },
     ));
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn heap_gauge_adds_and_removes_its_share() {
+        let total: &'static AtomicU64 = Box::leak(Box::new(AtomicU64::new(0)));
+        let a = HeapGauge::new(total);
+        a.set(100);
+        a.set(40);
+        assert_eq!(total.load(Relaxed), 40);
+        {
+            let b = HeapGauge::new(total);
+            b.set(10);
+            assert_eq!(total.load(Relaxed), 50);
+        }
+        assert_eq!(total.load(Relaxed), 40);
+        drop(a);
+        assert_eq!(total.load(Relaxed), 0);
+    }
+
+    #[test]
+    fn a_scripts_big_garbage_is_collected_after_it() {
+        let e = Engine::new("@user_script");
+        e.lua
+            .load("local t = {} for i = 1, 3e6 do t[i] = i end")
+            .exec()
+            .unwrap();
+        let grown = e.lua.used_memory() as u64;
+        assert!(grown > FULL_GC_MIN, "{grown}");
+        e.heap.after_run(&e.lua);
+        let left = e.heap.reported.load(Relaxed);
+        assert!(
+            left < 4 << 20,
+            "heap after the run: {left} bytes (was {grown})"
+        );
+        assert_eq!(left, e.lua.used_memory() as u64);
+    }
+
+    #[test]
+    fn small_heaps_are_left_to_the_incremental_steps() {
+        let e = Engine::new("@user_script");
+        let f = e
+            .compile(b"local t = {} for i = 1, 1000 do t[i] = i end")
+            .unwrap();
+        for _ in 0..GC_PERIOD - 1 {
+            f.call::<()>(()).unwrap();
+            e.heap.after_run(&e.lua);
+        }
+        assert_eq!(e.heap.floor.load(Relaxed), 0, "no full collection");
+        assert_eq!(e.heap.runs.load(Relaxed), GC_PERIOD - 1);
+        e.heap.after_run(&e.lua);
+        assert_eq!(e.heap.runs.load(Relaxed), 0, "the step was taken");
+    }
 }
