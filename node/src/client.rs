@@ -104,6 +104,14 @@ impl ClientInfo {
         self.waker.wake();
     }
 
+    /// Like [`ClientInfo::kill`]; true only for the call that killed it (the others found
+    /// it killed already), so a reason is logged once.
+    pub fn kill_once(&self) -> bool {
+        let first = !self.killed.swap(true, Relaxed);
+        self.waker.wake();
+        first
+    }
+
     /// Marks activity now.
     pub fn touch(&self) {
         self.last_active_ms

@@ -30,6 +30,9 @@ enum Kind {
     Events,
     /// A file name in the working directory, not a path (dbfilename).
     FileName,
+    /// `client-output-buffer-limit`: groups of class, hard, soft, seconds, merged into the
+    /// value in force ([`crate::obuf::merge`]).
+    OutputLimits,
 }
 
 /// One known directive.
@@ -424,6 +427,12 @@ static DIRECTIVES: &[Directive] = &[
         mutable: false,
     },
     Directive {
+        name: "client-output-buffer-limit",
+        kind: Kind::OutputLimits,
+        default: crate::obuf::DEFAULT,
+        mutable: true,
+    },
+    Directive {
         name: "lfu-decay-time",
         kind: Kind::Int {
             min: 0,
@@ -536,7 +545,13 @@ impl Config {
         if runtime && !d.mutable {
             return Err("can't set immutable config".into());
         }
-        let value = normalise(d, args)?;
+        let value = match d.kind {
+            Kind::OutputLimits => {
+                let words: Vec<&str> = args.iter().flat_map(|a| a.split_whitespace()).collect();
+                crate::obuf::merge(self.get(d.name), &words)?
+            }
+            _ => normalise(d, args)?,
+        };
         self.values.insert(d.name, value);
         Ok(())
     }
@@ -706,6 +721,10 @@ fn normalise(d: &Directive, args: &[String]) -> Result<String, String> {
             crate::notify::parse_flags(v)
                 .map(|_| v.to_string())
                 .ok_or_else(|| crate::notify::INVALID.to_string())
+        }
+        Kind::OutputLimits => {
+            let words: Vec<&str> = args.iter().flat_map(|a| a.split_whitespace()).collect();
+            crate::obuf::merge(crate::obuf::DEFAULT, &words)
         }
         Kind::Only(allowed, why) => {
             let v = args.join(" ").to_ascii_lowercase();

@@ -85,6 +85,7 @@ pub async fn serve(
         server,
         stats,
         worker,
+        obuf_soft: Default::default(),
     };
     conn.arrive();
     drive(conn, stream).await;
@@ -135,6 +136,16 @@ async fn drive(mut conn: Conn, stream: TcpStream) {
     conn.close();
 }
 
+/// Where a connection's unwritten replies stand against its output-buffer limit.
+enum OutputLimit {
+    /// Under the soft limit (or no limit).
+    Within,
+    /// Past the hard limit, or past the soft one for too long: the client is closed.
+    Over(crate::obuf::Class),
+    /// Over the soft limit for less than its seconds: this much time is left.
+    Soft(crate::obuf::Class, Duration),
+}
+
 /// How [`Conn::run`] ended.
 enum Ended {
     /// The connection is done.
@@ -172,6 +183,8 @@ struct Conn {
     hashes: KeyHashes,
     /// The worker serving the connection now.
     worker: usize,
+    /// How long the unwritten replies have been over the soft output-buffer limit.
+    obuf_soft: crate::obuf::SoftClock,
 }
 
 /// The exact bytes of the last command name a connection sent (up to 16) and the registry
@@ -403,7 +416,7 @@ impl Conn {
                 self.out.buffer_mut().extend_from_slice(&m);
             }
         }
-        self.flush(stream).await?;
+        self.write_out(stream, false).await?;
         if let Some(m) = &self.client.mailbox {
             m.written(n);
         }
@@ -413,6 +426,12 @@ impl Conn {
     /// Writes the buffered replies; a client killed meanwhile (CLIENT KILL, output-buffer
     /// limit) is dropped even if its socket never drains.
     async fn flush(&mut self, stream: &mut TcpStream) -> std::io::Result<()> {
+        self.write_out(stream, true).await
+    }
+
+    /// [`Conn::flush`]; `limited`: the output-buffer limit applies (pub/sub deliveries,
+    /// counted in the mailbox already, write without it).
+    async fn write_out(&mut self, stream: &mut TcpStream, limited: bool) -> std::io::Result<()> {
         // Cluster mode: replies of writes still in consensus go in first, in order.
         crate::cluster::route::drain(&mut self.client, &mut self.out).await;
         if !self.out.is_empty() {
@@ -420,17 +439,65 @@ impl Conn {
             // reply that could acknowledge them.
             self.server.aof.before_reply();
             let info = &self.client.info;
-            if until_signalled(info, false, stream.write_all(self.out.buffer()))
-                .await
-                .transpose()?
-                .is_none()
-            {
+            let limit = if limited {
+                self.output_limit()
+            } else {
+                OutputLimit::Within
+            };
+            let written = match limit {
+                OutputLimit::Within => {
+                    until_signalled(info, false, stream.write_all(self.out.buffer())).await
+                }
+                OutputLimit::Over(class) => {
+                    crate::obuf::close_client(info, class);
+                    None
+                }
+                // Over the soft limit: the write may wait only until the soft time is out.
+                OutputLimit::Soft(class, left) => {
+                    let write = tokio::time::timeout(left, stream.write_all(self.out.buffer()));
+                    match until_signalled(info, false, write).await {
+                        Some(Ok(r)) => {
+                            // All written: the buffer is empty, under the soft limit.
+                            self.obuf_soft.clear();
+                            Some(r)
+                        }
+                        Some(Err(_)) => {
+                            crate::obuf::close_client(info, class);
+                            None
+                        }
+                        None => None,
+                    }
+                }
+            };
+            if written.transpose()?.is_none() {
                 return Err(std::io::ErrorKind::ConnectionAborted.into());
             }
             WorkerStats::add(&self.stats.net_output, self.out.len() as u64);
             self.out.clear();
         }
         Ok(())
+    }
+
+    /// Where the replies waiting to be written stand against the connection's
+    /// `client-output-buffer-limit` ([`crate::obuf`]).
+    fn output_limit(&self) -> OutputLimit {
+        let info = &self.client.info;
+        let class = crate::obuf::class_of(info);
+        let limit = self.server.live.obuf.get(class);
+        if limit.is_unlimited() {
+            return OutputLimit::Within;
+        }
+        let now = crate::obuf::client_ms(info);
+        if self.obuf_soft.over(limit, self.out.len() as u64, now) {
+            return OutputLimit::Over(class);
+        }
+        match self.obuf_soft.since_ms() {
+            Some(since) => {
+                let end = since + limit.soft_secs.saturating_mul(1000) + 1;
+                OutputLimit::Soft(class, Duration::from_millis(end.saturating_sub(now)))
+            }
+            None => OutputLimit::Within,
+        }
     }
 
     /// Executes every complete command in the read buffer; true when the connection must close.

@@ -10,7 +10,8 @@
 //! - [`cmd`]: command families, one file each, each exporting its `COMMANDS` table.
 //! - [`blocking`]: clients blocked on keys (BLPOP ...), served by the writer's thread.
 //! - [`busy`]: `-BUSY` (and SCRIPT KILL) for the connections beside a busy script.
-//! - [`pubsub`]: channels, patterns, mailboxes and output-buffer limits.
+//! - [`pubsub`]: channels, patterns and mailboxes.
+//! - [`obuf`]: `client-output-buffer-limit`: the three client classes and their limits.
 //! - [`notify`]: keyspace notifications (notify-keyspace-events) published through pub/sub.
 //! - [`tracking`]: client-side caching invalidations (CLIENT TRACKING).
 //! - [`watch`]: WATCH bookkeeping; EXEC runs alone behind every worker's gate.
@@ -34,6 +35,7 @@ pub mod ctx;
 pub mod error;
 pub mod evict;
 pub mod notify;
+pub mod obuf;
 pub mod pubsub;
 pub mod registry;
 pub mod script;

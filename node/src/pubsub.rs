@@ -4,14 +4,13 @@
 //! A subscriber owns a [`Mailbox`]: an unbounded channel of encoded messages plus a count
 //! of bytes not yet written to its socket. PUBLISH on any thread encodes the message once
 //! per protocol and pushes it into each receiving mailbox; the subscriber's connection
-//! task (on its own thread) wakes and writes it. A mailbox whose pending bytes pass the
-//! pubsub output-buffer limit (hard, or soft for long enough) has its client killed
-//! instead of growing without bound.
+//! task (on its own thread) wakes and writes it. A mailbox whose pending bytes pass its
+//! client's output-buffer limit ([`crate::obuf`]: hard, or soft for long enough) has its
+//! client closed instead of growing without bound.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
+use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use std::sync::Arc;
-use std::time::Instant;
 
 use parking_lot::Mutex;
 use resp::{Protocol, ReplyWriter};
@@ -19,13 +18,6 @@ use storage::pattern::glob_match;
 use tokio::sync::mpsc;
 
 use crate::client::ClientInfo;
-
-/// Default pubsub hard limit (Redis: `client-output-buffer-limit pubsub 32mb 8mb 60`).
-pub const HARD_LIMIT: usize = 32 << 20;
-/// Default pubsub soft limit.
-pub const SOFT_LIMIT: usize = 8 << 20;
-/// Seconds a mailbox may stay over the soft limit.
-pub const SOFT_SECONDS: u64 = 60;
 
 /// Where a subscriber's messages go.
 pub struct Mailbox {
@@ -36,9 +28,10 @@ pub struct Mailbox {
     resp3: std::sync::atomic::AtomicBool,
     /// Bytes queued and not yet written.
     pub pending: AtomicUsize,
-    /// When the mailbox went over the soft limit (ms since `epoch`; 0 = not over).
-    soft_since: AtomicU64,
-    epoch: Instant,
+    /// `client-output-buffer-limit`, as in force.
+    limits: Arc<crate::obuf::Limits>,
+    /// How long the mailbox has been over its class's soft limit.
+    soft: crate::obuf::SoftClock,
 }
 
 impl Mailbox {
@@ -46,6 +39,7 @@ impl Mailbox {
     pub fn new(
         info: Arc<ClientInfo>,
         proto: Protocol,
+        limits: Arc<crate::obuf::Limits>,
     ) -> (Arc<Mailbox>, mpsc::UnboundedReceiver<Vec<u8>>) {
         let (tx, rx) = mpsc::unbounded_channel();
         let m = Mailbox {
@@ -53,8 +47,8 @@ impl Mailbox {
             tx,
             resp3: std::sync::atomic::AtomicBool::new(proto == Protocol::Resp3),
             pending: AtomicUsize::new(0),
-            soft_since: AtomicU64::new(0),
-            epoch: Instant::now(),
+            limits,
+            soft: crate::obuf::SoftClock::default(),
         };
         (Arc::new(m), rx)
     }
@@ -82,37 +76,28 @@ impl Mailbox {
         self.deliver(bytes);
     }
 
-    /// Queues `bytes`, or kills the client when that would pass the output-buffer limit.
+    /// Queues `bytes`, or closes the client when that would pass its class's output-buffer
+    /// limit (`pubsub` while it is subscribed, `normal` otherwise: tracking invalidations).
+    /// A closed client's messages are dropped.
     fn deliver(&self, bytes: Vec<u8>) {
-        let n = bytes.len();
-        let pending = self.pending.fetch_add(n, Relaxed) + n;
-        if pending > HARD_LIMIT {
-            self.overflow();
+        if self.info.killed.load(Relaxed) {
             return;
         }
-        if pending > SOFT_LIMIT {
-            let now = self.epoch.elapsed().as_millis() as u64 + 1;
-            let since = self.soft_since.load(Relaxed);
-            if since == 0 {
-                self.soft_since.store(now, Relaxed);
-            } else if now - since > SOFT_SECONDS * 1000 {
-                self.overflow();
+        let n = bytes.len();
+        let pending = self.pending.fetch_add(n, Relaxed) + n;
+        let class = crate::obuf::class_of(&self.info);
+        let limit = self.limits.get(class);
+        if !limit.is_unlimited() {
+            let now = crate::obuf::client_ms(&self.info);
+            if self.soft.over(limit, pending as u64, now) {
+                self.pending.fetch_sub(n, Relaxed);
+                crate::obuf::close_client(&self.info, class);
                 return;
             }
-        } else {
-            self.soft_since.store(0, Relaxed);
         }
         if self.tx.send(bytes).is_err() {
             self.pending.fetch_sub(n, Relaxed);
         }
-    }
-
-    fn overflow(&self) {
-        tracing::warn!(
-            client = self.info.id,
-            "Client scheduled to be closed ASAP for overcoming of output buffer limits."
-        );
-        self.info.kill();
     }
 
     /// Called by the connection after writing `n` message bytes.
@@ -267,7 +252,7 @@ pub fn ensure_mailbox(
     if let Some(m) = &client.mailbox {
         return m.clone();
     }
-    let (mailbox, rx) = Mailbox::new(client.info.clone(), proto);
+    let (mailbox, rx) = Mailbox::new(client.info.clone(), proto, server.live.obuf.clone());
     server.tracking.add_mailbox(client.id(), &mailbox);
     client.mailbox = Some(mailbox.clone());
     client.sub_rx = Some(rx);

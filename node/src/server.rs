@@ -168,6 +168,8 @@ pub struct Live {
     pub auth_required: AtomicBool,
     /// Bumped on every CONFIG SET so connections refresh cached limits.
     pub epoch: AtomicU64,
+    /// client-output-buffer-limit (shared with every mailbox).
+    pub obuf: Arc<crate::obuf::Limits>,
 }
 
 /// Changes the log level at run time (CONFIG SET loglevel).
@@ -348,6 +350,7 @@ impl Server {
             .store(c.get_bool("protected-mode"), Relaxed);
         l.auth_required
             .store(!c.get("requirepass").is_empty(), Relaxed);
+        l.obuf.set_text(c.get("client-output-buffer-limit"));
         storage::compress::set_policy(storage::compress::Policy {
             enabled: c.get_bool("compression"),
             threshold: usize::try_from(c.get_u64("compression-threshold")).unwrap_or(usize::MAX),
