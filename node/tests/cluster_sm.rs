@@ -657,3 +657,53 @@ async fn t90_a_replicated_fcall_runs_its_own_library_on_every_replica() {
     }
     c.close().await;
 }
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn t95_a_script_touches_only_its_groups_keys_on_every_replica() {
+    // Scripts applied in G1 that touch a key of G2 get Redis Cluster's error inside the
+    // script on every replica (the client applying the entry carries G1's slots): what
+    // they wrote before stays, and G2's key exists nowhere.
+    let mut c = Cluster::start().await;
+    let k = key_in(G1, "sk");
+    let other = key_in(G2, "sk");
+    const NON_LOCAL: &[u8] = b"-ERR Script attempted to access a non local key in a cluster node";
+    let set_other: &[u8] = b"redis.call('SET', KEYS[1], 'before') \
+                            return redis.call('SET', ARGV[1], 'boom')";
+    let (r, _, _) = c.write(G1, &[b"EVAL", set_other, b"1", &k, &other]).await;
+    assert!(r.starts_with(NON_LOCAL), "{r:?}");
+    assert_eq!(&c.read(1, &[b"GET", &k], 1)[..], &bulk(b"before")[..]);
+    // redis.pcall gets the error as a value.
+    let pcall: &[u8] = b"return redis.pcall('SET', ARGV[1], 'boom')['err']";
+    let (r, _, _) = c.write(G1, &[b"EVAL", pcall, b"1", &k, &other]).await;
+    assert!(r.windows(20).any(|w| w == b"a non local key in a"), "{r:?}");
+    // A function, and a script inside a transaction entry.
+    let lib = b"#!lua name=sk\nredis.register_function('setarg', function(keys, args) \
+                return redis.call('SET', args[1], 'boom') end)";
+    let call: [&[u8]; 5] = [b"FCALL", b"setarg", b"1", &k, &other];
+    let (r, _) = c.write_raw(G1, encode_fcall(lib, &call), 5).await;
+    assert!(r.starts_with(NON_LOCAL), "{r:?}");
+    let tx = encode_tx(&[
+        cmd(&[b"SET", &k, b"tx"]),
+        cmd(&[
+            b"EVAL",
+            b"return redis.call('SET', ARGV[1], 'boom')",
+            b"1",
+            &k,
+            &other,
+        ]),
+    ]);
+    let (r, _) = c.write_raw(G1, tx, 6).await;
+    assert!(r.starts_with(b"*2\r\n+OK\r\n-ERR Script attempted to access a non local key"));
+    // Without keys, even the group's own key is not local.
+    let keyless: &[u8] = b"return redis.call('SET', ARGV[1], 'boom')";
+    let (r, _, i) = c.write(G1, &[b"EVAL", keyless, b"0", &k]).await;
+    assert!(r.starts_with(NON_LOCAL), "{r:?}");
+    c.wait_all(G1, i).await;
+    let bytes = c.group_bytes(1, G1);
+    for id in 1..=3 {
+        assert_eq!(c.group_bytes(id, G1), bytes, "node {id}");
+        assert_eq!(&c.read(id, &[b"GET", &k], 1)[..], &bulk(b"tx")[..]);
+        assert_eq!(&c.read(id, &[b"EXISTS", &other], 1)[..], b":0\r\n");
+    }
+    c.close().await;
+}

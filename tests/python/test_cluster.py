@@ -107,7 +107,7 @@ class Node:
 class Cluster:
     """n nodes bootstrapped together, each in its own directory under root."""
 
-    def __init__(self, n: int = 3, groups: int = GROUPS):
+    def __init__(self, n: int = 3, groups: int = GROUPS, extra: tuple[str, ...] = ()):
         ports = _free_ports(2 * n)
         self.root = tempfile.mkdtemp(prefix="ember-cluster-")
         pairs = list(zip(ports[:n], ports[n:]))
@@ -116,7 +116,7 @@ class Cluster:
         for i, (p, b) in enumerate(pairs):
             d = os.path.join(self.root, f"n{i + 1}")
             os.makedirs(d)
-            self.nodes.append(Node(p, b, boot, d, groups))
+            self.nodes.append(Node(p, b, boot, d, groups, extra=extra))
 
     def start(self) -> "Cluster":
         for n in self.nodes:
@@ -1060,6 +1060,192 @@ def test_functions_are_cluster_wide(cluster):
     with pytest.raises(redis.ResponseError, match="Function not found"):
         rc.fcall("bump", 1, "fn:0", 1)
     rc.close()
+
+
+# -- scripts stay in their group -------------------------------------------------------
+
+NON_LOCAL = "Script attempted to access a non local key in a cluster node"
+CROSS_SLOT = "Script attempted to access keys that do not hash to the same slot"
+
+SCRIPT_LIB = """#!lua name=grouplib
+redis.register_function('setarg', function(keys, args)
+  if keys[1] then redis.call('SET', keys[1], 'f') end
+  return redis.call('SET', args[1], args[2])
+end)
+redis.register_function{function_name='setcross', callback=function(keys, args)
+  return redis.call('SET', args[1], args[2])
+end, flags={'allow-cross-slot-keys'}}
+redis.register_function{function_name='getarg', callback=function(keys, args)
+  return redis.call('GET', args[1])
+end, flags={'no-writes'}}
+"""
+
+
+@pytest.fixture(scope="module")
+def cluster_r2():
+    """Three nodes, two replicas per group: each group lives on two of the three nodes,
+    so a node can hold one key's group and not another's."""
+    c = Cluster(extra=("--cluster-replicas", "2")).start()
+    yield c
+    c.stop()
+    shutil.rmtree(c.root, ignore_errors=True)
+
+
+def _readonly(node: Node) -> redis.Redis:
+    r = node.client(decode_responses=True, single_connection_client=True)
+    r.execute_command("READONLY")
+    return r
+
+
+def _holders(cluster: Cluster, key: str) -> frozenset[int]:
+    """Ports of the nodes holding key's group (a READONLY read answers there, MOVED
+    elsewhere)."""
+    ports = set()
+    for n in cluster.nodes:
+        with _readonly(n) as r:
+            try:
+                r.exists(key)
+                ports.add(n.port)
+            except MovedError:
+                pass
+    return frozenset(ports)
+
+
+def _group_of(cluster: Cluster, key: str) -> int:
+    return cluster.nodes[0].client().cluster("KEYSLOT", key) * GROUPS // 16384
+
+
+def _script_keys(cluster: Cluster):
+    """x0; x1, of a group whose nodes are not x0's (so a node of x0's group lacks x1's);
+    y, of x0's group and another slot."""
+    x0 = "x0"
+    held = _holders(cluster, x0)
+    x1 = next(k for k in (f"x{i}" for i in range(1, 200)) if _holders(cluster, k) != held)
+    y = next(k for k in (f"y{i}" for i in range(200))
+             if _group_of(cluster, k) == _group_of(cluster, x0)
+             and cluster.nodes[0].client().cluster("KEYSLOT", k)
+             != cluster.nodes[0].client().cluster("KEYSLOT", x0))
+    assert len(held) == 2 and held - _holders(cluster, x1), (held, _holders(cluster, x1))
+    return x0, x1, y, held
+
+
+def _replicas_agree(cluster: Cluster, held, key: str, value: str) -> None:
+    """Waits until every node of key's group holds value at key."""
+    for n in cluster.nodes:
+        if n.port in held:
+            with _readonly(n) as r:
+                _wait(f"{key} on node {n.port}", lambda r=r: r.get(key) == value, timeout=10)
+
+
+def _no_orphan(cluster: Cluster, key: str) -> None:
+    """No node holds key (a READONLY KEYS lists every key a node holds)."""
+    for n in cluster.nodes:
+        with _readonly(n) as r:
+            assert r.keys(key) == [], f"node {n.port} holds {key}"
+
+
+def test_script_refuses_key_of_another_group(cluster_r2):
+    """A script routed to x0's group that touches x1 of another group is refused with
+    Redis Cluster's error, on the leader and alike on every replica's apply: what it wrote
+    before stays (everywhere), x1 exists nowhere, and x0's replicas answer an EVAL_RO read
+    the same. A shebang script stays in its declared slot."""
+    c = cluster_r2
+    x0, x1, y, held = _script_keys(c)
+    r = c.leader_of(x0).client(decode_responses=True)
+    with pytest.raises(redis.ResponseError, match=NON_LOCAL):
+        r.eval(f"return redis.call('set','{x1}','boom')", 1, x0)
+    with pytest.raises(redis.ResponseError, match=NON_LOCAL):
+        r.eval(f"redis.call('set', KEYS[1], 'before'); redis.call('set','{x1}','boom')", 1, x0)
+    _replicas_agree(c, held, x0, "before")
+    # redis.pcall gets the error as a value; the script goes on.
+    err = r.eval(f"local e = redis.pcall('set','{x1}','boom')\n"
+                 "redis.call('set', KEYS[1], e['err']) return e['err']", 1, x0)
+    assert NON_LOCAL in err, err
+    _replicas_agree(c, held, x0, err)
+    _no_orphan(c, x1)
+    # A script without a shebang may touch another slot of its group; with one it may not.
+    assert r.eval(f"return redis.call('set','{y}','same-group')", 1, x0) == "OK"
+    with pytest.raises(redis.ResponseError, match=CROSS_SLOT):
+        r.eval(f"#!lua\nreturn redis.call('set','{y}','boom')", 1, x0)
+    assert r.eval(f"#!lua flags=allow-cross-slot-keys\nreturn redis.call('get','{y}')",
+                  1, x0) == "same-group"
+    # Every replica of x0's group answers an EVAL_RO read alike.
+    for n in c.nodes:
+        if n.port in held:
+            with _readonly(n) as ro:
+                _wait(f"{y} on node {n.port}", lambda ro=ro: ro.get(y) == "same-group",
+                      timeout=10)
+                assert ro.eval_ro("return redis.call('get', KEYS[1])", 1, x0) == r.get(x0)
+                with pytest.raises(redis.ResponseError, match=NON_LOCAL):
+                    ro.eval_ro(f"return redis.call('get','{x1}')", 1, x0)
+    _no_orphan(c, x1)
+
+
+def test_function_and_multi_refuse_key_of_another_group(cluster_r2):
+    """FCALL, FCALL_RO and EVAL inside MULTI/EXEC follow the same rule."""
+    c = cluster_r2
+    x0, x1, y, held = _script_keys(c)
+    first = c.nodes[0].client()
+    assert first.execute_command("FUNCTION", "LOAD", "REPLACE", SCRIPT_LIB) == b"grouplib"
+    for n in c.nodes:
+        _wait(f"grouplib on node {n.port}", lambda n=n: len(
+            n.client().execute_command("FUNCTION", "LIST")) == 1, timeout=10)
+    r = c.leader_of(x0).client(decode_responses=True)
+    with pytest.raises(redis.ResponseError, match=NON_LOCAL):
+        r.fcall("setarg", 1, x0, x1, "boom")
+    _replicas_agree(c, held, x0, "f")      # its write before the refused one stays
+    with pytest.raises(redis.ResponseError, match=CROSS_SLOT):
+        r.fcall("setarg", 1, x0, y, "boom")
+    assert r.fcall("setcross", 1, x0, y, "fn") == "OK"
+    with pytest.raises(redis.ResponseError, match=NON_LOCAL):
+        r.fcall("setcross", 1, x0, x1, "boom")
+    with pytest.raises(redis.ResponseError, match=NON_LOCAL):
+        r.fcall_ro("getarg", 1, x0, x1)
+    assert r.fcall_ro("getarg", 1, x0, x0) == "f"
+    # MULTI/EXEC: the transaction is one entry; the script's refused call is its reply.
+    p = r.pipeline(transaction=True)
+    p.set(x0, "m").eval(f"return redis.call('set','{x1}','boom')", 1, x0).get(x0)
+    res = p.execute(raise_on_error=False)
+    assert res[0] is True and res[2] == "m", res
+    assert isinstance(res[1], redis.ResponseError) and NON_LOCAL in str(res[1]), res
+    _replicas_agree(c, held, x0, "m")
+    _replicas_agree(c, held, y, "fn")
+    _no_orphan(c, x1)
+    first.execute_command("FUNCTION", "FLUSH")
+
+
+def test_script_without_keys_runs_here_and_touches_no_key(cluster_r2):
+    """numkeys 0: the script has no group; it runs on the node that got it (EVAL, FCALL
+    and the _RO forms), and every key, even one led there, is non local to it."""
+    c = cluster_r2
+    x0, x1, _, _ = _script_keys(c)
+    owner = c.leader_of(x0)
+    owner.client().set(x0, "v")
+    first = c.nodes[0].client()
+    first.execute_command("FUNCTION", "LOAD", "REPLACE", SCRIPT_LIB)
+    for n in c.nodes:
+        _wait(f"grouplib on node {n.port}", lambda n=n: len(
+            n.client().execute_command("FUNCTION", "LIST")) == 1, timeout=10)
+        r = n.client(decode_responses=True)
+        assert r.eval("return redis.call('ping')", 0) == "PONG"
+        assert r.eval_ro("return ARGV[1]", 0, "a") == "a"
+        for k in (x0, x1):
+            with pytest.raises(redis.ResponseError, match=NON_LOCAL):
+                r.eval(f"return redis.call('set','{k}','boom')", 0)
+            with pytest.raises(redis.ResponseError, match=NON_LOCAL):
+                r.eval_ro(f"return redis.call('get','{k}')", 0)
+            with pytest.raises(redis.ResponseError, match=NON_LOCAL):
+                r.fcall("setarg", 0, k, "boom")
+            with pytest.raises(redis.ResponseError, match=NON_LOCAL):
+                r.fcall_ro("getarg", 0, k)
+        # A write without keys would reach every group the node holds.
+        with pytest.raises(redis.ResponseError, match="without keys"):
+            r.eval("return redis.call('flushall')", 0)
+    with pytest.raises(redis.ResponseError, match="'no-cluster' flag is set"):
+        owner.client().eval("#!lua flags=no-cluster\nreturn 1", 1, x0)
+    assert owner.client().get(x0) == b"v"
+    _no_orphan(c, x1)
+    first.execute_command("FUNCTION", "FLUSH")
 
 
 def test_join_with_a_password():

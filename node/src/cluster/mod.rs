@@ -17,6 +17,7 @@
 //!   the task that follows the topology (groups opened, moved, closed).
 //! - `route.rs`: where a client's command runs: `-CROSSSLOT`, `-MOVED`, proposals of
 //!   writes, leader-checked reads.
+//! - `script_keys.rs`: the keys a script may touch (those of its group).
 //! - `watch.rs`: WATCH, checked by the group's leader against what it proposed.
 //! - `block.rs`: blocking pops, proposed again when an applied write readies their keys.
 
@@ -24,6 +25,7 @@ pub mod block;
 pub mod meta;
 pub mod node;
 pub mod route;
+pub mod script_keys;
 mod state_machine;
 pub mod watch;
 

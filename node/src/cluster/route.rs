@@ -15,6 +15,9 @@
 //!   apply`, not `-TRYAGAIN`: the entry may already be in the log, and clients retry
 //!   TRYAGAIN on their own. Only openraft's ForwardToLeader (not appended, or truncated)
 //!   becomes `-MOVED`.
+//! - Scripts (EVAL, EVALSHA, FCALL and their `_RO` forms) go to the group of their
+//!   declared keys like any command; one without keys runs locally, and inside it every
+//!   key is non local ([`super::script_keys`]).
 //! - Keyless commands run locally (PING, INFO, CLUSTER ...); keyless writes cannot be
 //!   replicated by one group and are refused, except FLUSHALL/FLUSHDB, proposed to every
 //!   group this node leads, and FUNCTION LOAD/DELETE/FLUSH/RESTORE, CLUSTER JOIN/FORGET,
@@ -70,6 +73,9 @@ pub struct ClusterConn {
     pub confirmed: Vec<(GroupId, u64)>,
     /// Keys watched (WATCH), checked at EXEC by the slot's leader.
     pub watch: Option<ClusterWatch>,
+    /// On the client that applies a data group's log entry: that group's slots, the only
+    /// keys a script the entry runs may touch ([`super::script_keys`]).
+    pub applying: Option<std::ops::RangeInclusive<u16>>,
 }
 
 /// What the router decided.
@@ -252,7 +258,9 @@ pub(crate) async fn route(
     let keys = spec.key_positions(&args);
     let write = spec.has(flags::WRITE) || is_script_write(name);
     let Some((&first, rest)) = keys.split_first() else {
-        if !write {
+        // A script without keys has no group: it runs here, and every key is non local
+        // to it (`super::script_keys`), so it changes nothing any group holds.
+        if !write || is_script_write(name) {
             return Routed::Local;
         }
         if matches!(name, "flushall" | "flushdb") {

@@ -14,7 +14,9 @@
 //! replica refuses alike): a key outside the group's slots, and writes with no key argument
 //! that would reach every group's keys (SWAPDB, FUNCTION LOAD, ...). FLUSHALL and FLUSHDB
 //! (with no option, ASYNC or SYNC) empty the group's own slots only. Scripts
-//! (not flagged as writes) run; the keys they touch are the caller's to declare.
+//! (not flagged as writes) run on a client that carries the group's slots: a key they
+//! touch outside them is refused inside the script, alike on every replica
+//! ([`super::script_keys`]).
 //!
 //! # Snapshot
 //! An RDB stream (storage's writer) of exactly the group's keys, every database, sorted by
@@ -217,31 +219,54 @@ pub(crate) fn decode(command: &[u8], spans: &mut Vec<(usize, usize)>) -> Result<
 /// never blocks. Returns the RESP2 reply bytes; a command that does not decode answers
 /// `-ERR Protocol error: ...`, never a panic.
 pub fn run_at(server: &Arc<Server>, command: &[u8], now: u64, seed: u64) -> Bytes {
-    run_as(server, command, now, seed, Protocol::Resp2)
+    run_as(server, command, now, seed, Protocol::Resp2, None)
 }
 
-/// [`run_at`] answering in `protocol`.
-fn run_as(server: &Arc<Server>, command: &[u8], now: u64, seed: u64, protocol: Protocol) -> Bytes {
+/// [`run_at`] answering in `protocol`, for the data group of slots `group` (if any).
+fn run_as(
+    server: &Arc<Server>,
+    command: &[u8],
+    now: u64,
+    seed: u64,
+    protocol: Protocol,
+    group: Option<RangeInclusive<u16>>,
+) -> Bytes {
     let mut spans = Vec::new();
     let mut out = ReplyWriter::new(protocol);
     match decode(command, &mut spans) {
-        Ok(()) => execute(server, Args::new(command, &spans), now, seed, &mut out),
+        Ok(()) => execute(
+            server,
+            Args::new(command, &spans),
+            now,
+            seed,
+            &mut out,
+            group,
+        ),
         Err(why) => out.error(&format!("ERR Protocol error: {why}")),
     }
     Bytes::copy_from_slice(out.buffer())
 }
 
 /// Resolves, checks and runs `args` into `out`, as a connection does (errors replace
-/// whatever the command wrote).
-fn execute(server: &Arc<Server>, args: Args<'_>, now: u64, seed: u64, out: &mut ReplyWriter) {
-    execute_on(server, &mut apply_client(), args, now, seed, out, None);
+/// whatever the command wrote), as the client of data group `group` (its slots).
+fn execute(
+    server: &Arc<Server>,
+    args: Args<'_>,
+    now: u64,
+    seed: u64,
+    out: &mut ReplyWriter,
+    group: Option<RangeInclusive<u16>>,
+) {
+    execute_on(server, &mut apply_client(group), args, now, seed, out, None);
 }
 
-/// A fresh client that never blocks, in database 0: what an entry runs as.
-fn apply_client() -> Client {
+/// A fresh client that never blocks, in database 0: what an entry runs as. `group`: the
+/// slots of the data group whose entry it applies (the keys its scripts may touch).
+fn apply_client(group: Option<RangeInclusive<u16>>) -> Client {
     let addr: SocketAddr = ([0, 0, 0, 0], 0).into();
     let mut client = Client::new(Arc::new(ClientInfo::new(0, addr, addr, -1)), true);
     client.block_mode = BlockMode::NoBlock;
+    client.cluster.applying = group;
     client
 }
 
@@ -346,7 +371,14 @@ impl ClusterStateMachine {
                 return Bytes::copy_from_slice(out.buffer());
             }
         }
-        run_as(&self.server, command, time_ns, seed, protocol)
+        run_as(
+            &self.server,
+            command,
+            time_ns,
+            seed,
+            protocol,
+            Some(self.slots()),
+        )
     }
 
     /// Applies a replicated FCALL ([`FCALL_COMMAND`]): the function runs from its
@@ -374,7 +406,7 @@ impl ClusterStateMachine {
                     let store = store.lock();
                     execute_on(
                         &self.server,
-                        &mut apply_client(),
+                        &mut apply_client(Some(self.slots())),
                         call,
                         time_ns,
                         seed,
@@ -429,7 +461,7 @@ impl ClusterStateMachine {
                 }
             }
         }
-        let mut client = apply_client();
+        let mut client = apply_client(Some(self.slots()));
         client.multi = Some(crate::client::Multi {
             queued,
             dirty: false,

@@ -11,6 +11,7 @@ use std::sync::atomic::Ordering::Relaxed;
 use resp::Args;
 
 use crate::client::BlockMode;
+use crate::cluster::script_keys::{self, ScriptKeys};
 use crate::cmd::util::{is, parse_i64, reply_help};
 use crate::ctx::Ctx;
 use crate::error::{CmdError, CmdResult};
@@ -267,6 +268,10 @@ fn eval_generic(ctx: &mut Ctx<'_>, args: Args<'_>, by_sha: bool, ro: bool) -> Cm
     if s.flags & script::FLAG_EVAL_COMPAT == 0 && !allow_oom && crate::evict::script_oom(&server) {
         return Err(crate::evict::oom_error());
     }
+    let cluster = ScriptKeys::for_script(&server, ctx.client, &keys, s.flags);
+    if cluster.is_some() && s.flags & script::FLAG_NO_CLUSTER != 0 {
+        return Err(CmdError::err(script_keys::NO_CLUSTER));
+    }
     let opts = RunOpts {
         funcname: sha.clone(),
         eval_mode: true,
@@ -275,6 +280,7 @@ fn eval_generic(ctx: &mut Ctx<'_>, args: Args<'_>, by_sha: bool, ro: bool) -> Cm
         kind: BUSY_SCRIPT,
         keys,
         args: argv,
+        cluster,
     };
     script::run(&eng, ctx, &func, opts)
 }
@@ -417,6 +423,10 @@ pub(crate) fn fcall_in(
     if !allow_oom && crate::evict::script_oom(&server) {
         return Err(crate::evict::oom_error());
     }
+    let cluster = ScriptKeys::for_script(&server, ctx.client, &keys, info.flags);
+    if cluster.is_some() && info.flags & script::FLAG_NO_CLUSTER != 0 {
+        return Err(CmdError::err(script_keys::NO_CLUSTER));
+    }
     *server.scripting.run.current.lock() = Some((
         name.clone(),
         args.iter().map(|a| a.to_vec()).collect::<Vec<_>>(),
@@ -429,6 +439,7 @@ pub(crate) fn fcall_in(
         kind: BUSY_FUNCTION,
         keys,
         args: argv,
+        cluster,
     };
     let r = script::run(&store.engine, ctx, &func, opts);
     *server.scripting.run.current.lock() = None;

@@ -7,9 +7,10 @@
 //! attempted to access nonexistent global variable`, writing one (or a field of a library
 //! table such as `redis` or `string`) raises `Attempt to modify a readonly table`.
 //! `redis.call` runs a command through [`crate::ctx::run_command`] into a private reply
-//! buffer and converts the reply to Lua ([`conv`]). A count hook watches the time: past
-//! `busy-reply-threshold` it marks the server busy (other clients get `-BUSY`) and honours
-//! SCRIPT KILL / FUNCTION KILL.
+//! buffer and converts the reply to Lua ([`conv`]); in cluster mode it first checks the
+//! command's keys against the script's group ([`crate::cluster::script_keys`]). A count
+//! hook watches the time: past `busy-reply-threshold` it marks the server busy (other
+//! clients get `-BUSY`) and honours SCRIPT KILL / FUNCTION KILL.
 
 pub mod conv;
 pub mod libs;
@@ -784,11 +785,15 @@ pub struct RunOpts<'a> {
     pub keys: Vec<&'a [u8]>,
     /// Other arguments.
     pub args: Vec<&'a [u8]>,
+    /// Cluster mode: the keys the script may touch (`None` in single-node mode).
+    pub cluster: Option<crate::cluster::script_keys::ScriptKeys>,
 }
 
 struct CallState<'c, 'a> {
     ctx: &'c mut Ctx<'a>,
     read_only: bool,
+    /// Cluster mode: the keys the script may touch, checked before each call.
+    cluster: Option<crate::cluster::script_keys::ScriptKeys>,
     /// Memory was over maxmemory when the script started: its first write may not grow it.
     oom: bool,
     resp3: Arc<AtomicBool>,
@@ -879,6 +884,7 @@ pub fn run(engine: &Engine, ctx: &mut Ctx<'_>, func: &Function, opts: RunOpts<'_
         let state = RefCell::new(CallState {
             ctx: &mut *ctx,
             read_only: opts.read_only,
+            cluster: opts.cluster.clone(),
             oom,
             resp3: engine.resp3.clone(),
             server: server.clone(),
@@ -1014,6 +1020,16 @@ fn redis_call(
     // As Redis's scriptVerifyOOM: only a script that has not written yet is stopped.
     if st.oom && spec.has(flags::DENYOOM) && !server.scripting.run.wrote.load(Relaxed) {
         return fail(crate::evict::OOM);
+    }
+    if let Some(scope) = st.cluster.as_mut() {
+        let slots: Vec<u16> = spec
+            .key_positions(&args)
+            .iter()
+            .map(|&p| raft::key_slot(args.arg(p)))
+            .collect();
+        if let Err(e) = scope.check(&slots, spec.has(flags::WRITE)) {
+            return fail(e);
+        }
     }
     let resp3 = st.resp3.load(Relaxed);
     let mut w = ReplyWriter::new(if resp3 {
