@@ -24,8 +24,6 @@ enum Kind {
     Words,
     /// `save` points: pairs of seconds and changes, or "" for none.
     SavePoints,
-    /// Only values this version really supports.
-    Only(&'static [&'static str], &'static str),
     /// Keyspace event classes (notify-keyspace-events).
     Events,
     /// A file name in the working directory, not a path (dbfilename).
@@ -204,7 +202,7 @@ static DIRECTIVES: &[Directive] = &[
     },
     Directive {
         name: "daemonize",
-        kind: Kind::Only(&["no"], "is not supported: run ember under a supervisor"),
+        kind: Kind::Bool,
         default: "no",
         mutable: false,
     },
@@ -443,10 +441,840 @@ static DIRECTIVES: &[Directive] = &[
     },
 ];
 
+/// Redis 7.0's directives that Ember accepts, keeps and shows (CONFIG GET, CONFIG REWRITE)
+/// but does not act on: encoding thresholds of structures Ember does not have, replication
+/// and defragmentation knobs, process-title and syslog settings. A configuration that sets
+/// one is logged once ([`note_inert`]). Generated from the `static_configs` table of Redis
+/// 7.0.15's `config.c` (names, bounds, defaults, mutability), less the directives Ember has
+/// in [`DIRECTIVES`] and those it must not pretend to honour: `aclfile`, `unixsocket`,
+/// `replicaof` and the TLS ones stay unknown (fatal), as in a Redis built without them.
+static ACCEPTED: &[Directive] = &[
+    Directive {
+        name: "io-threads-do-reads",
+        kind: Kind::Bool,
+        default: "no",
+        mutable: false,
+    },
+    Directive {
+        name: "always-show-logo",
+        kind: Kind::Bool,
+        default: "no",
+        mutable: false,
+    },
+    Directive {
+        name: "rdb-del-sync-files",
+        kind: Kind::Bool,
+        default: "no",
+        mutable: true,
+    },
+    Directive {
+        name: "activerehashing",
+        kind: Kind::Bool,
+        default: "yes",
+        mutable: true,
+    },
+    Directive {
+        name: "stop-writes-on-bgsave-error",
+        kind: Kind::Bool,
+        default: "yes",
+        mutable: true,
+    },
+    Directive {
+        name: "set-proc-title",
+        kind: Kind::Bool,
+        default: "yes",
+        mutable: false,
+    },
+    Directive {
+        name: "dynamic-hz",
+        kind: Kind::Bool,
+        default: "yes",
+        mutable: true,
+    },
+    Directive {
+        name: "lazyfree-lazy-eviction",
+        kind: Kind::Bool,
+        default: "no",
+        mutable: true,
+    },
+    Directive {
+        name: "lazyfree-lazy-expire",
+        kind: Kind::Bool,
+        default: "no",
+        mutable: true,
+    },
+    Directive {
+        name: "lazyfree-lazy-server-del",
+        kind: Kind::Bool,
+        default: "no",
+        mutable: true,
+    },
+    Directive {
+        name: "lazyfree-lazy-user-del",
+        kind: Kind::Bool,
+        default: "no",
+        mutable: true,
+    },
+    Directive {
+        name: "lazyfree-lazy-user-flush",
+        kind: Kind::Bool,
+        default: "no",
+        mutable: true,
+    },
+    Directive {
+        name: "repl-disable-tcp-nodelay",
+        kind: Kind::Bool,
+        default: "no",
+        mutable: true,
+    },
+    Directive {
+        name: "repl-diskless-sync",
+        kind: Kind::Bool,
+        default: "yes",
+        mutable: true,
+    },
+    Directive {
+        name: "aof-rewrite-incremental-fsync",
+        kind: Kind::Bool,
+        default: "yes",
+        mutable: true,
+    },
+    Directive {
+        name: "no-appendfsync-on-rewrite",
+        kind: Kind::Bool,
+        default: "no",
+        mutable: true,
+    },
+    Directive {
+        name: "cluster-require-full-coverage",
+        kind: Kind::Bool,
+        default: "yes",
+        mutable: true,
+    },
+    Directive {
+        name: "rdb-save-incremental-fsync",
+        kind: Kind::Bool,
+        default: "yes",
+        mutable: true,
+    },
+    Directive {
+        name: "aof-timestamp-enabled",
+        kind: Kind::Bool,
+        default: "no",
+        mutable: true,
+    },
+    Directive {
+        name: "cluster-replica-no-failover",
+        kind: Kind::Bool,
+        default: "no",
+        mutable: true,
+    },
+    Directive {
+        name: "replica-lazy-flush",
+        kind: Kind::Bool,
+        default: "no",
+        mutable: true,
+    },
+    Directive {
+        name: "replica-serve-stale-data",
+        kind: Kind::Bool,
+        default: "yes",
+        mutable: true,
+    },
+    Directive {
+        name: "replica-read-only",
+        kind: Kind::Bool,
+        default: "yes",
+        mutable: true,
+    },
+    Directive {
+        name: "replica-ignore-maxmemory",
+        kind: Kind::Bool,
+        default: "yes",
+        mutable: true,
+    },
+    Directive {
+        name: "activedefrag",
+        kind: Kind::Bool,
+        default: "no",
+        mutable: true,
+    },
+    Directive {
+        name: "syslog-enabled",
+        kind: Kind::Bool,
+        default: "no",
+        mutable: false,
+    },
+    Directive {
+        name: "cluster-allow-reads-when-down",
+        kind: Kind::Bool,
+        default: "no",
+        mutable: true,
+    },
+    Directive {
+        name: "cluster-allow-pubsubshard-when-down",
+        kind: Kind::Bool,
+        default: "yes",
+        mutable: true,
+    },
+    Directive {
+        name: "crash-log-enabled",
+        kind: Kind::Bool,
+        default: "yes",
+        mutable: true,
+    },
+    Directive {
+        name: "crash-memcheck-enabled",
+        kind: Kind::Bool,
+        default: "yes",
+        mutable: true,
+    },
+    Directive {
+        name: "use-exit-on-panic",
+        kind: Kind::Bool,
+        default: "no",
+        mutable: true,
+    },
+    Directive {
+        name: "cluster-allow-replica-migration",
+        kind: Kind::Bool,
+        default: "yes",
+        mutable: true,
+    },
+    Directive {
+        name: "replica-announced",
+        kind: Kind::Bool,
+        default: "yes",
+        mutable: true,
+    },
+    Directive {
+        name: "latency-tracking",
+        kind: Kind::Bool,
+        default: "yes",
+        mutable: true,
+    },
+    Directive {
+        name: "aof-disable-auto-gc",
+        kind: Kind::Bool,
+        default: "no",
+        mutable: true,
+    },
+    Directive {
+        name: "replica-ignore-disk-write-errors",
+        kind: Kind::Bool,
+        default: "no",
+        mutable: true,
+    },
+    Directive {
+        name: "pidfile",
+        kind: Kind::Str,
+        default: "",
+        mutable: false,
+    },
+    Directive {
+        name: "replica-announce-ip",
+        kind: Kind::Str,
+        default: "",
+        mutable: true,
+    },
+    Directive {
+        name: "cluster-announce-hostname",
+        kind: Kind::Str,
+        default: "",
+        mutable: true,
+    },
+    Directive {
+        name: "syslog-ident",
+        kind: Kind::Str,
+        default: "redis",
+        mutable: false,
+    },
+    Directive {
+        name: "server_cpulist",
+        kind: Kind::Str,
+        default: "",
+        mutable: false,
+    },
+    Directive {
+        name: "bio_cpulist",
+        kind: Kind::Str,
+        default: "",
+        mutable: false,
+    },
+    Directive {
+        name: "aof_rewrite_cpulist",
+        kind: Kind::Str,
+        default: "",
+        mutable: false,
+    },
+    Directive {
+        name: "bgsave_cpulist",
+        kind: Kind::Str,
+        default: "",
+        mutable: false,
+    },
+    Directive {
+        name: "ignore-warnings",
+        kind: Kind::Str,
+        default: "",
+        mutable: true,
+    },
+    Directive {
+        name: "proc-title-template",
+        kind: Kind::Str,
+        default: "{title} {listen-addr} {server-mode}",
+        mutable: true,
+    },
+    Directive {
+        name: "bind-source-addr",
+        kind: Kind::Str,
+        default: "",
+        mutable: true,
+    },
+    Directive {
+        name: "supervised",
+        kind: Kind::Enum(&["upstart", "systemd", "auto", "no"]),
+        default: "no",
+        mutable: false,
+    },
+    Directive {
+        name: "syslog-facility",
+        kind: Kind::Enum(&[
+            "user", "local0", "local1", "local2", "local3", "local4", "local5", "local6", "local7",
+        ]),
+        default: "local0",
+        mutable: false,
+    },
+    Directive {
+        name: "repl-diskless-load",
+        kind: Kind::Enum(&["disabled", "on-empty-db", "swapdb"]),
+        default: "disabled",
+        mutable: true,
+    },
+    Directive {
+        name: "oom-score-adj",
+        kind: Kind::Enum(&["no", "yes", "relative", "absolute"]),
+        default: "no",
+        mutable: true,
+    },
+    Directive {
+        name: "acl-pubsub-default",
+        kind: Kind::Enum(&["allchannels", "resetchannels"]),
+        default: "resetchannels",
+        mutable: true,
+    },
+    Directive {
+        name: "sanitize-dump-payload",
+        kind: Kind::Enum(&["no", "yes", "clients"]),
+        default: "no",
+        mutable: true,
+    },
+    Directive {
+        name: "enable-protected-configs",
+        kind: Kind::Enum(&["no", "yes", "local"]),
+        default: "no",
+        mutable: false,
+    },
+    Directive {
+        name: "enable-debug-command",
+        kind: Kind::Enum(&["no", "yes", "local"]),
+        default: "no",
+        mutable: false,
+    },
+    Directive {
+        name: "enable-module-command",
+        kind: Kind::Enum(&["no", "yes", "local"]),
+        default: "no",
+        mutable: false,
+    },
+    Directive {
+        name: "cluster-preferred-endpoint-type",
+        kind: Kind::Enum(&["ip", "hostname", "unknown-endpoint"]),
+        default: "ip",
+        mutable: true,
+    },
+    Directive {
+        name: "propagation-error-behavior",
+        kind: Kind::Enum(&["ignore", "panic", "panic-on-replicas"]),
+        default: "ignore",
+        mutable: true,
+    },
+    Directive {
+        name: "shutdown-on-sigint",
+        kind: Kind::Words,
+        default: "default",
+        mutable: true,
+    },
+    Directive {
+        name: "shutdown-on-sigterm",
+        kind: Kind::Words,
+        default: "default",
+        mutable: true,
+    },
+    Directive {
+        name: "io-threads",
+        kind: Kind::Int { min: 1, max: 128 },
+        default: "1",
+        mutable: false,
+    },
+    Directive {
+        name: "cluster-replica-validity-factor",
+        kind: Kind::Int {
+            min: 0,
+            max: 2147483647,
+        },
+        default: "10",
+        mutable: true,
+    },
+    Directive {
+        name: "list-max-listpack-size",
+        kind: Kind::Int {
+            min: -2147483648,
+            max: 2147483647,
+        },
+        default: "-2",
+        mutable: true,
+    },
+    Directive {
+        name: "cluster-migration-barrier",
+        kind: Kind::Int {
+            min: 0,
+            max: 2147483647,
+        },
+        default: "1",
+        mutable: true,
+    },
+    Directive {
+        name: "active-defrag-cycle-min",
+        kind: Kind::Int { min: 1, max: 99 },
+        default: "1",
+        mutable: true,
+    },
+    Directive {
+        name: "active-defrag-cycle-max",
+        kind: Kind::Int { min: 1, max: 99 },
+        default: "25",
+        mutable: true,
+    },
+    Directive {
+        name: "active-defrag-threshold-lower",
+        kind: Kind::Int { min: 0, max: 1000 },
+        default: "10",
+        mutable: true,
+    },
+    Directive {
+        name: "active-defrag-threshold-upper",
+        kind: Kind::Int { min: 0, max: 1000 },
+        default: "100",
+        mutable: true,
+    },
+    Directive {
+        name: "replica-priority",
+        kind: Kind::Int {
+            min: 0,
+            max: 2147483647,
+        },
+        default: "100",
+        mutable: true,
+    },
+    Directive {
+        name: "repl-diskless-sync-delay",
+        kind: Kind::Int {
+            min: 0,
+            max: 2147483647,
+        },
+        default: "5",
+        mutable: true,
+    },
+    Directive {
+        name: "replica-announce-port",
+        kind: Kind::Int { min: 0, max: 65535 },
+        default: "0",
+        mutable: true,
+    },
+    Directive {
+        name: "cluster-announce-bus-port",
+        kind: Kind::Int { min: 0, max: 65535 },
+        default: "0",
+        mutable: true,
+    },
+    Directive {
+        name: "cluster-announce-port",
+        kind: Kind::Int { min: 0, max: 65535 },
+        default: "0",
+        mutable: true,
+    },
+    Directive {
+        name: "cluster-announce-tls-port",
+        kind: Kind::Int { min: 0, max: 65535 },
+        default: "0",
+        mutable: true,
+    },
+    Directive {
+        name: "repl-timeout",
+        kind: Kind::Int {
+            min: 1,
+            max: 2147483647,
+        },
+        default: "60",
+        mutable: true,
+    },
+    Directive {
+        name: "repl-ping-replica-period",
+        kind: Kind::Int {
+            min: 1,
+            max: 2147483647,
+        },
+        default: "10",
+        mutable: true,
+    },
+    Directive {
+        name: "list-compress-depth",
+        kind: Kind::Int {
+            min: 0,
+            max: 2147483647,
+        },
+        default: "0",
+        mutable: true,
+    },
+    Directive {
+        name: "rdb-key-save-delay",
+        kind: Kind::Int {
+            min: -2147483648,
+            max: 2147483647,
+        },
+        default: "0",
+        mutable: true,
+    },
+    Directive {
+        name: "key-load-delay",
+        kind: Kind::Int {
+            min: -2147483648,
+            max: 2147483647,
+        },
+        default: "0",
+        mutable: true,
+    },
+    Directive {
+        name: "active-expire-effort",
+        kind: Kind::Int { min: 1, max: 10 },
+        default: "1",
+        mutable: true,
+    },
+    Directive {
+        name: "min-replicas-to-write",
+        kind: Kind::Int {
+            min: 0,
+            max: 2147483647,
+        },
+        default: "0",
+        mutable: true,
+    },
+    Directive {
+        name: "min-replicas-max-lag",
+        kind: Kind::Int {
+            min: 0,
+            max: 2147483647,
+        },
+        default: "10",
+        mutable: true,
+    },
+    Directive {
+        name: "watchdog-period",
+        kind: Kind::Int {
+            min: 0,
+            max: 2147483647,
+        },
+        default: "0",
+        mutable: true,
+    },
+    Directive {
+        name: "shutdown-timeout",
+        kind: Kind::Int {
+            min: 0,
+            max: 2147483647,
+        },
+        default: "10",
+        mutable: true,
+    },
+    Directive {
+        name: "repl-diskless-sync-max-replicas",
+        kind: Kind::Int {
+            min: 0,
+            max: 2147483647,
+        },
+        default: "0",
+        mutable: true,
+    },
+    Directive {
+        name: "unixsocketperm",
+        kind: Kind::Str,
+        default: "0",
+        mutable: false,
+    },
+    Directive {
+        name: "socket-mark-id",
+        kind: Kind::Int {
+            min: 0,
+            max: 4294967295,
+        },
+        default: "0",
+        mutable: false,
+    },
+    Directive {
+        name: "active-defrag-max-scan-fields",
+        kind: Kind::Int {
+            min: 1,
+            max: i64::MAX,
+        },
+        default: "1000",
+        mutable: true,
+    },
+    Directive {
+        name: "slowlog-max-len",
+        kind: Kind::Int {
+            min: 0,
+            max: i64::MAX,
+        },
+        default: "128",
+        mutable: true,
+    },
+    Directive {
+        name: "acllog-max-len",
+        kind: Kind::Int {
+            min: 0,
+            max: i64::MAX,
+        },
+        default: "128",
+        mutable: true,
+    },
+    Directive {
+        name: "slowlog-log-slower-than",
+        kind: Kind::Int {
+            min: -1,
+            max: i64::MAX,
+        },
+        default: "10000",
+        mutable: true,
+    },
+    Directive {
+        name: "latency-monitor-threshold",
+        kind: Kind::Int {
+            min: 0,
+            max: i64::MAX,
+        },
+        default: "0",
+        mutable: true,
+    },
+    Directive {
+        name: "stream-node-max-entries",
+        kind: Kind::Int {
+            min: 0,
+            max: i64::MAX,
+        },
+        default: "100",
+        mutable: true,
+    },
+    Directive {
+        name: "repl-backlog-size",
+        kind: Kind::Memory {
+            min: 1,
+            max: u64::MAX,
+        },
+        default: "1048576",
+        mutable: true,
+    },
+    Directive {
+        name: "cluster-link-sendbuf-limit",
+        kind: Kind::Memory {
+            min: 0,
+            max: u64::MAX,
+        },
+        default: "0",
+        mutable: true,
+    },
+    Directive {
+        name: "hash-max-listpack-entries",
+        kind: Kind::Int {
+            min: 0,
+            max: i64::MAX,
+        },
+        default: "512",
+        mutable: true,
+    },
+    Directive {
+        name: "set-max-intset-entries",
+        kind: Kind::Int {
+            min: 0,
+            max: i64::MAX,
+        },
+        default: "512",
+        mutable: true,
+    },
+    Directive {
+        name: "zset-max-listpack-entries",
+        kind: Kind::Int {
+            min: 0,
+            max: i64::MAX,
+        },
+        default: "128",
+        mutable: true,
+    },
+    Directive {
+        name: "active-defrag-ignore-bytes",
+        kind: Kind::Memory {
+            min: 1,
+            max: u64::MAX,
+        },
+        default: "104857600",
+        mutable: true,
+    },
+    Directive {
+        name: "hash-max-listpack-value",
+        kind: Kind::Memory {
+            min: 0,
+            max: u64::MAX,
+        },
+        default: "64",
+        mutable: true,
+    },
+    Directive {
+        name: "stream-node-max-bytes",
+        kind: Kind::Memory {
+            min: 0,
+            max: u64::MAX,
+        },
+        default: "4096",
+        mutable: true,
+    },
+    Directive {
+        name: "zset-max-listpack-value",
+        kind: Kind::Memory {
+            min: 0,
+            max: u64::MAX,
+        },
+        default: "64",
+        mutable: true,
+    },
+    Directive {
+        name: "hll-sparse-max-bytes",
+        kind: Kind::Memory {
+            min: 0,
+            max: u64::MAX,
+        },
+        default: "3000",
+        mutable: true,
+    },
+    Directive {
+        name: "tracking-table-max-keys",
+        kind: Kind::Int {
+            min: 0,
+            max: i64::MAX,
+        },
+        default: "1000000",
+        mutable: true,
+    },
+    Directive {
+        name: "maxmemory-clients",
+        kind: Kind::Str,
+        default: "0",
+        mutable: true,
+    },
+    Directive {
+        name: "repl-backlog-ttl",
+        kind: Kind::Int {
+            min: 0,
+            max: i64::MAX,
+        },
+        default: "3600",
+        mutable: true,
+    },
+    Directive {
+        name: "loading-process-events-interval-bytes",
+        kind: Kind::Int {
+            min: 1024,
+            max: 2147483647,
+        },
+        default: "2097152",
+        mutable: true,
+    },
+    Directive {
+        name: "oom-score-adj-values",
+        kind: Kind::Words,
+        default: "0 200 800",
+        mutable: true,
+    },
+    Directive {
+        name: "latency-tracking-info-percentiles",
+        kind: Kind::Words,
+        default: "50 99 99.9",
+        mutable: true,
+    },
+];
+
+/// Redis's older names of directives (`slave-*`, `*-ziplist-*`, `lua-time-limit`): the
+/// directive they stand for.
+static ALIASES: &[(&str, &str)] = &[
+    ("cluster-slave-no-failover", "cluster-replica-no-failover"),
+    ("slave-lazy-flush", "replica-lazy-flush"),
+    ("slave-serve-stale-data", "replica-serve-stale-data"),
+    ("slave-read-only", "replica-read-only"),
+    ("slave-ignore-maxmemory", "replica-ignore-maxmemory"),
+    ("slave-announce-ip", "replica-announce-ip"),
+    (
+        "cluster-slave-validity-factor",
+        "cluster-replica-validity-factor",
+    ),
+    ("list-max-ziplist-size", "list-max-listpack-size"),
+    ("slave-priority", "replica-priority"),
+    ("slave-announce-port", "replica-announce-port"),
+    ("repl-ping-slave-period", "repl-ping-replica-period"),
+    ("min-slaves-to-write", "min-replicas-to-write"),
+    ("min-slaves-max-lag", "min-replicas-max-lag"),
+    ("lua-time-limit", "busy-reply-threshold"),
+    ("hash-max-ziplist-entries", "hash-max-listpack-entries"),
+    ("zset-max-ziplist-entries", "zset-max-listpack-entries"),
+    ("hash-max-ziplist-value", "hash-max-listpack-value"),
+    ("zset-max-ziplist-value", "zset-max-listpack-value"),
+];
+
+/// The directive an alias stands for (or `name` itself).
+fn canonical(name: &str) -> &str {
+    ALIASES
+        .iter()
+        .find(|(a, _)| a.eq_ignore_ascii_case(name))
+        .map_or(name, |(_, n)| n)
+}
+
 fn directive(name: &str) -> Option<&'static Directive> {
+    let name = canonical(name);
     DIRECTIVES
         .iter()
+        .chain(ACCEPTED)
         .find(|d| d.name.eq_ignore_ascii_case(name))
+}
+
+/// True when `name` (or its alias) is a directive Ember accepts and keeps without acting on
+/// it ([`ACCEPTED`]; `pidfile` is written, so it is not one).
+pub fn is_inert(name: &str) -> bool {
+    let name = canonical(name);
+    name != "pidfile" && ACCEPTED.iter().any(|d| d.name.eq_ignore_ascii_case(name))
+}
+
+/// Logs, once per directive and process, that `name` is accepted and has no effect.
+pub fn note_inert(name: &str) {
+    static NOTED: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+    if !is_inert(name) {
+        return;
+    }
+    let name = canonical(name).to_ascii_lowercase();
+    let mut noted = NOTED.lock().unwrap_or_else(|e| e.into_inner());
+    if !noted.contains(&name) {
+        tracing::info!(
+            "Directive '{name}' is accepted and kept for compatibility with Redis; it has no effect in Ember"
+        );
+        noted.push(name);
+    }
 }
 
 /// Parses a Redis memory value: `1gb`, `512mb`, `100k` (1000), `100kb` (1024), `42`.
@@ -479,6 +1307,8 @@ pub fn parse_memory(s: &str) -> Option<u64> {
 #[derive(Clone, Debug)]
 pub struct Config {
     values: BTreeMap<&'static str, String>,
+    /// The directives set from a file or flags, in order (for [`Config::inert_set`]).
+    set: Vec<&'static str>,
 }
 
 /// Why a configuration could not be loaded.
@@ -496,8 +1326,10 @@ impl Default for Config {
         Config {
             values: DIRECTIVES
                 .iter()
+                .chain(ACCEPTED)
                 .map(|d| (d.name, d.default.to_string()))
                 .collect(),
+            set: Vec::new(),
         }
     }
 }
@@ -505,11 +1337,24 @@ impl Default for Config {
 impl Config {
     /// The normalised value of a known directive ("" for unknown names).
     pub fn get(&self, name: &str) -> &str {
+        let name = canonical(name);
+        if let Some(v) = self.values.get(name) {
+            return v;
+        }
         self.values
             .iter()
             .find(|(k, _)| k.eq_ignore_ascii_case(name))
             .map(|(_, v)| v.as_str())
             .unwrap_or("")
+    }
+
+    /// The directives set so far (file, flags, CONFIG SET) that Ember keeps without acting
+    /// on them ([`is_inert`]), each once.
+    pub fn inert_set(&self) -> Vec<&'static str> {
+        let mut v: Vec<&'static str> = self.set.iter().copied().filter(|n| is_inert(n)).collect();
+        v.sort_unstable();
+        v.dedup();
+        v
     }
 
     /// An integer or memory directive.
@@ -524,11 +1369,20 @@ impl Config {
 
     /// (name, value) of every directive matching the glob `pattern`, case-insensitively.
     pub fn matching(&self, pattern: &[u8]) -> Vec<(&'static str, String)> {
-        self.values
+        let mut out: Vec<(&'static str, String)> = self
+            .values
             .iter()
             .filter(|(k, _)| glob_match(pattern, k.as_bytes(), true))
             .map(|(k, v)| (*k, v.clone()))
-            .collect()
+            .collect();
+        // An alias asked by its exact name answers under that name, as in Redis.
+        if let Some((alias, name)) = ALIASES
+            .iter()
+            .find(|(a, _)| a.as_bytes().eq_ignore_ascii_case(pattern))
+        {
+            out.push((alias, self.get(name).to_string()));
+        }
+        out
     }
 
     /// True when `name` is a known directive.
@@ -553,6 +1407,9 @@ impl Config {
             _ => normalise(d, args)?,
         };
         self.values.insert(d.name, value);
+        if !self.set.contains(&d.name) {
+            self.set.push(d.name);
+        }
         Ok(())
     }
 
@@ -726,14 +1583,6 @@ fn normalise(d: &Directive, args: &[String]) -> Result<String, String> {
             let words: Vec<&str> = args.iter().flat_map(|a| a.split_whitespace()).collect();
             crate::obuf::merge(crate::obuf::DEFAULT, &words)
         }
-        Kind::Only(allowed, why) => {
-            let v = args.join(" ").to_ascii_lowercase();
-            if allowed.contains(&v.as_str()) {
-                Ok(v)
-            } else {
-                Err(format!("'{} {}' {why}", d.name, args.join(" ")))
-            }
-        }
     }
 }
 
@@ -803,5 +1652,54 @@ mod tests {
         assert_eq!(parse_memory("1gb"), Some(1 << 30));
         assert_eq!(parse_memory("100k"), Some(100_000));
         assert_eq!(parse_memory("x"), None);
+    }
+
+    #[test]
+    fn redis_directives_are_kept_with_their_bounds_and_aliases() {
+        let mut c = Config::default();
+        assert_eq!(c.get("hash-max-listpack-entries"), "512");
+        assert_eq!(c.get("hash-max-ziplist-entries"), "512", "alias");
+        c.set("slave-read-only", &argv(&["no"]), false).unwrap();
+        assert_eq!(c.get("replica-read-only"), "no");
+        c.set("list-max-listpack-size", &argv(&["-5"]), true)
+            .unwrap();
+        assert!(c.set("active-expire-effort", &argv(&["11"]), true).is_err());
+        assert!(
+            c.set("io-threads", &argv(&["4"]), true).is_err(),
+            "immutable"
+        );
+        c.set("repl-backlog-size", &argv(&["2mb"]), true).unwrap();
+        assert_eq!(c.get("repl-backlog-size"), "2097152");
+        assert_eq!(
+            c.matching(b"lua-time-limit"),
+            vec![("lua-time-limit", "5000".to_string())]
+        );
+        assert_eq!(
+            c.inert_set(),
+            vec![
+                "list-max-listpack-size",
+                "repl-backlog-size",
+                "replica-read-only"
+            ]
+        );
+        assert!(is_inert("slave-read-only") && !is_inert("pidfile") && !is_inert("maxmemory"));
+        for missing in ["aclfile", "unixsocket", "replicaof", "tls-port"] {
+            assert!(!Config::is_known(missing), "{missing}");
+        }
+    }
+
+    #[test]
+    fn accepted_defaults_normalise_to_themselves() {
+        // Every kept directive's default is a value it accepts, unchanged.
+        for d in ACCEPTED {
+            let mut c = Config::default();
+            let args: Vec<String> = match d.kind {
+                Kind::Words => d.default.split(' ').map(str::to_string).collect(),
+                _ => vec![d.default.to_string()],
+            };
+            c.set(d.name, &args, false)
+                .unwrap_or_else(|e| panic!("{}: {e}", d.name));
+            assert_eq!(c.get(d.name), d.default, "{}", d.name);
+        }
     }
 }

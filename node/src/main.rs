@@ -46,6 +46,37 @@ fn filter_for(level: &str) -> EnvFilter {
     })
 }
 
+/// `daemonize yes`, as redis-server: the process forks, the parent exits, and the child
+/// goes on in a new session with its standard input and output on /dev/null (without a
+/// `logfile`, Redis's log then goes nowhere too). Called before any thread exists.
+fn daemonize() {
+    // SAFETY: fork, setsid, open and dup2 are plain syscalls. Nothing but this thread runs
+    // yet (no runtime, no logger, no allocator background thread: jemalloc starts that only
+    // when the configuration is applied, later), so the child's copy of the heap and of
+    // every lock is consistent. The path is a NUL-terminated literal. Tested by
+    // tests/python/test_server.py::test_daemonize_and_pidfile.
+    unsafe {
+        match libc::fork() {
+            -1 => {
+                eprintln!("Can't daemonize: fork failed");
+                std::process::exit(1);
+            }
+            0 => {}
+            _ => std::process::exit(0),
+        }
+        libc::setsid();
+        let fd = libc::open(c"/dev/null".as_ptr(), libc::O_RDWR);
+        if fd != -1 {
+            libc::dup2(fd, libc::STDIN_FILENO);
+            libc::dup2(fd, libc::STDOUT_FILENO);
+            libc::dup2(fd, libc::STDERR_FILENO);
+            if fd > libc::STDERR_FILENO {
+                libc::close(fd);
+            }
+        }
+    }
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     if args.iter().any(|a| a == "-v" || a == "--version") {
@@ -63,6 +94,9 @@ fn main() {
             std::process::exit(1);
         }
     };
+    if config.get_bool("daemonize") {
+        daemonize();
+    }
     let (filter, handle) = reload::Layer::new(filter_for(config.get("loglevel")));
     let logfile = config.get("logfile").to_string();
     let registry = tracing_subscriber::registry().with(filter);
@@ -87,11 +121,25 @@ fn main() {
             }
         }
     }
+    for name in config.inert_set() {
+        node::config::note_inert(name);
+    }
+    // `pidfile`, as redis-server: the process id, written at start-up, removed at exit.
+    let pidfile = config.get("pidfile").to_string();
+    if !pidfile.is_empty() {
+        if let Err(e) = std::fs::write(&pidfile, format!("{}\n", std::process::id())) {
+            tracing::warn!("Failed to write PID file {pidfile}: {e}");
+        }
+    }
     let reload: node::server::LogReload = Box::new(move |level: &str| {
         let _ = handle.reload(filter_for(level));
     });
     let config_file = args.first().filter(|a| !a.starts_with("--")).cloned();
-    if let Err(e) = node::server::run(config, config_file, Some(reload)) {
+    let result = node::server::run(config, config_file, Some(reload));
+    if !pidfile.is_empty() {
+        let _ = std::fs::remove_file(&pidfile);
+    }
+    if let Err(e) = result {
         eprintln!("{e}");
         std::process::exit(1);
     }

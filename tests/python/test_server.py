@@ -1,12 +1,16 @@
 """Server commands: INFO TIME CONFIG COMMAND DBSIZE."""
 
+import os
 import re
+import subprocess
 import time
+from pathlib import Path
 
 import pytest
 import redis
 
-from helpers import IS_EMBER, IS_REDIS_70, RespError, parse_info, parse_kv, wait_until
+from helpers import (HOST, IS_EMBER, IS_REDIS_70, RespError, find_ember_bin, free_port,
+                     make_client, parse_info, parse_kv, wait_until)
 
 
 def info(c, *sections):
@@ -519,3 +523,111 @@ def test_requirepass_from_config_file(start_server, tmp_path):
         assert c.cmd("AUTH", "from-file") == "OK"
         assert c.cmd("PING") == "PONG"
     assert srv.alive()
+
+
+REDIS_CONF = Path(__file__).parent / "data" / "redis-7.0.15.conf"
+DEBIAN_CONF = Path("/etc/redis/redis.conf")
+
+
+def test_stock_redis_conf_loads(start_server, tmp_path):
+    """The redis.conf that Redis 7.0.15 ships (71 directives once comments are stripped)
+    starts the server unchanged: 45 of its lines used to be fatal. Directives Ember keeps
+    without acting on them are shown by CONFIG GET, and each is logged once."""
+    srv = start_server("--pidfile", str(tmp_path / "redis.pid"), config_file=REDIS_CONF)
+    c = srv.client()
+    assert c.ping() is True
+    cfg = c.config_get("*")
+    for name, value in [
+        ("hash-max-listpack-entries", "512"),
+        ("list-max-listpack-size", "-2"),
+        ("lazyfree-lazy-eviction", "no"),
+        ("oom-score-adj-values", "0 200 800"),
+        ("slowlog-max-len", "128"),
+        ("client-output-buffer-limit",
+         "normal 0 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60"),
+    ]:
+        assert cfg[name] == value, name
+    assert (tmp_path / "redis.pid").read_text().strip() == str(srv.proc.pid)
+    if IS_EMBER:
+        out = srv.output()
+        assert out.count("Directive 'activerehashing' is accepted") == 1, out
+        assert "Directive 'port'" not in out
+
+
+@pytest.mark.skipif(not DEBIAN_CONF.exists(), reason="Debian's redis-server is not installed")
+def test_debian_redis_conf_loads(start_server, tmp_path):
+    """Debian's /etc/redis/redis.conf (daemonize yes, a pidfile and log under /run and
+    /var/log) loads; the flags after it keep the test in the foreground and in tmp."""
+    srv = start_server("--daemonize", "no", "--pidfile", str(tmp_path / "p.pid"),
+                       "--logfile", "", "--dir", str(tmp_path), config_file=DEBIAN_CONF)
+    assert srv.client().config_get("appendfsync") == {"appendfsync": "everysec"}
+
+
+def test_config_set_of_kept_directives(r):
+    """CONFIG SET of the parameters tools and suites set first (Redis's suite stopped at
+    them), with Redis's bounds and aliases."""
+    for name, value in [
+        ("list-max-listpack-size", "128"),
+        ("zset-max-ziplist-entries", "64"),
+        ("list-compress-depth", "1"),
+        ("latency-monitor-threshold", "100"),
+        ("lazyfree-lazy-user-del", "yes"),
+        ("hash-max-listpack-value", "1024"),
+    ]:
+        old = r.config_get(name)[name]
+        try:
+            assert r.config_set(name, value) is True
+            assert r.config_get(name) == {name: value}
+        finally:
+            r.config_set(name, old)
+    for name, bad in [("active-expire-effort", "11"), ("lazyfree-lazy-eviction", "maybe"),
+                      ("repl-diskless-load", "sometimes"), ("hll-sparse-max-bytes", "x")]:
+        with pytest.raises(redis.ResponseError, match="CONFIG SET failed"):
+            r.config_set(name, bad)
+    assert r.config_get("hash-max-ziplist-entries") == {"hash-max-ziplist-entries": "512"}
+    with pytest.raises(redis.ResponseError, match="Unknown option"):
+        r.config_set("no-such-directive", "1")
+
+
+@pytest.mark.skipif(not IS_EMBER, reason="starts the ember binary itself")
+def test_daemonize_and_pidfile(tmp_path):
+    """`daemonize yes`: the command returns at once, the server goes on in the background
+    with its pid in `pidfile`, and removes the file when it shuts down."""
+    port = free_port()
+    pidfile = tmp_path / "ember.pid"
+    started = subprocess.run(
+        [str(find_ember_bin()), "--daemonize", "yes", "--port", str(port), "--bind", HOST,
+         "--pidfile", str(pidfile), "--logfile", str(tmp_path / "ember.log"),
+         "--dir", str(tmp_path), "--save", ""],
+        timeout=20, capture_output=True)
+    assert started.returncode == 0, started
+    c = make_client(port)
+    deadline = time.monotonic() + 20
+    while True:
+        try:
+            if pidfile.exists() and c.ping():
+                break
+        except redis.ConnectionError:
+            pass
+        assert time.monotonic() < deadline, "the daemon did not come up"
+        time.sleep(0.05)
+    pid = int(pidfile.read_text())
+    assert _running(pid)
+    try:
+        c.shutdown(nosave=True)
+    except redis.ConnectionError:
+        pass
+    deadline = time.monotonic() + 20
+    while _running(pid) or pidfile.exists():
+        assert time.monotonic() < deadline, "the daemon did not exit and clean up"
+        time.sleep(0.05)
+
+
+def _running(pid: int) -> bool:
+    """The process exists and is not a zombie (a daemon is reaped by init, which may be
+    slow to do it in a container)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False

@@ -936,6 +936,9 @@ fn config_set(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
     }
     *guard = next;
     drop(guard);
+    for (name, _) in &pairs {
+        crate::config::note_inert(name);
+    }
     ctx.server.apply_config();
     crate::aof::config_changed(ctx.server).map_err(CmdError::err)?;
     // A lower maxmemory takes effect now, as in Redis (this worker holds its gate).
