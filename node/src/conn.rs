@@ -1147,11 +1147,23 @@ async fn route_and_run(
             }
         }
     }
-    while let Some(wait) = server.pause.wait_for(spec) {
-        reuse = None;
-        tokio::select! {
-            _ = tokio::time::sleep(wait) => {}
-            _ = server.pause.notify.notified() => {}
+    if server.pause.active() {
+        let writes = crate::server::pause_writes(server, client, idx, args);
+        let mut waiting = None;
+        loop {
+            // Registered before the pause is looked at: an UNPAUSE in between still wakes it.
+            let unpaused = server.pause.notify.notified();
+            tokio::pin!(unpaused);
+            unpaused.as_mut().enable();
+            let Some(wait) = server.pause.wait_for(writes) else {
+                break;
+            };
+            reuse = None;
+            waiting.get_or_insert_with(|| server.pause.wait_guard());
+            tokio::select! {
+                _ = tokio::time::sleep(wait) => {}
+                _ = unpaused => {}
+            }
         }
     }
     let mut gate = None;

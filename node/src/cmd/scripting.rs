@@ -368,6 +368,43 @@ fn script_help(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
     Ok(())
 }
 
+/// Whether EVAL, EVALSHA or FCALL (`name`, its registry name) with `args` may write, as
+/// CLIENT PAUSE WRITE sees it (Redis's evalGetCommandFlags / fcallGetCommandFlags): a
+/// script or function without the `no-writes` flag does. A script not cached, a function
+/// not found, or a cache or library held by a running script count as writing.
+pub fn may_write(server: &Server, name: &str, args: Args<'_>) -> bool {
+    match name {
+        "eval" => match script::parse_shebang(args.arg(1), false) {
+            Ok((flags, _, _)) => {
+                flags & script::FLAG_EVAL_COMPAT != 0 || flags & FLAG_NO_WRITES == 0
+            }
+            Err(_) => true,
+        },
+        "evalsha" => {
+            let sha = String::from_utf8_lossy(args.arg(1)).to_ascii_lowercase();
+            let Some(eng) = server.scripting.eval.try_lock() else {
+                return true;
+            };
+            eng.scripts.get(&sha).is_none_or(|s| {
+                s.flags & script::FLAG_EVAL_COMPAT != 0 || s.flags & FLAG_NO_WRITES == 0
+            })
+        }
+        "fcall" => {
+            let name = String::from_utf8_lossy(args.arg(1));
+            let Some(store) = server.scripting.func.try_lock() else {
+                return true;
+            };
+            store
+                .index
+                .get(name.as_ref())
+                .and_then(|lib| store.libraries.get(lib))
+                .and_then(|lib| lib.functions.get(name.as_ref()))
+                .is_none_or(|f| f.flags & FLAG_NO_WRITES == 0)
+        }
+        _ => false,
+    }
+}
+
 fn fcall(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
     fcall_generic(ctx, args, false)
 }

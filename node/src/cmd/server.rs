@@ -604,7 +604,7 @@ pub fn info_text(server: &Server, now: u64, want: impl Fn(&str) -> bool) -> Stri
         kv(
             &mut s,
             "blocked_clients",
-            server.blocking.blocked() + cluster_waiting,
+            server.blocking.blocked() + cluster_waiting + server.pause.waiting(),
         );
         kv(&mut s, "tracking_clients", server.tracking.client_count());
     }
