@@ -184,6 +184,9 @@ pub struct Client {
     pub block_mode: BlockMode,
     /// Set by a handler that asks to block.
     pub block_request: Option<crate::blocking::BlockRequest>,
+    /// Set by a command whose reply is pub/sub traffic ((P|S)(UN)SUBSCRIBE's
+    /// confirmations): sent whatever CLIENT REPLY says, as Redis's `CLIENT_PUSHING`.
+    pub pushing: bool,
     /// Keys written that blocked clients may wait on, beyond the command's own keys.
     pub ready_keys: crate::blocking::ReadyKeys,
     /// The transaction being queued (between MULTI and EXEC/DISCARD).
@@ -316,6 +319,7 @@ impl Client {
             close_after_reply: false,
             block_mode: BlockMode::Normal,
             block_request: None,
+            pushing: false,
             ready_keys: Vec::new(),
             multi: None,
             watched: Vec::new(),

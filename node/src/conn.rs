@@ -1282,7 +1282,9 @@ fn finish(
     if let Err(e) = result {
         error_reply(stats, client, out, mark, e, rejected);
     }
-    if matches!(client.reply_mode, ReplyMode::Off | ReplyMode::Skipping) {
+    // Pub/sub confirmations are sent whatever CLIENT REPLY says (Redis's CLIENT_PUSHING).
+    let pushing = std::mem::take(&mut client.pushing);
+    if matches!(client.reply_mode, ReplyMode::Off | ReplyMode::Skipping) && !pushing {
         out.truncate(mark);
     }
     None
