@@ -14,7 +14,7 @@ import redis
 
 from helpers import (
     reference_redis,
-    IS_REDIS, RawConn, RespError, _redis_server_bin, in_thread,
+    IS_REDIS, RawConn, RespError, _redis_server_bin, in_thread, wait_until,
 )
 
 LONG = "local t = 0 while true do t = t + 1 end"
@@ -499,6 +499,48 @@ def test_busy_script_answers_clients_beside_it(server, r, one_worker, kind):
         _end_busy_test(server, th, c1, c2, raw)
         if kind == "function":
             r.function_delete("busylib")
+
+
+@pytest.mark.parametrize("spread", ["one_worker", "all_workers"])
+@pytest.mark.parametrize("proto", [2, 3])
+def test_function_stats_and_kill_from_a_client_beside_a_busy_function(
+        server, r, request, proto, spread):
+    # unit/functions "test function kill": a client connected before the function, on its
+    # worker or (all_workers) maybe another, asks FUNCTION STATS (Redis answers it while busy), then FUNCTION KILL; before
+    # the fix STATS waited for the endless function, so the kill never came.
+    request.getfixturevalue(spread)
+    threshold = _busy_threshold_ms(server)
+    r.function_load("#!lua name=statslib\n"
+                    "redis.register_function('spin', function() " + LONG + " end)",
+                    replace=True)
+    c1 = server.client(socket_timeout=60)
+    c2 = server.client(socket_timeout=5, protocol=proto)
+    assert c1.ping() and c2.ping()
+    out = {}
+    th = _spin_in_thread(c1, out, "function")
+    try:
+        def busy():
+            try:
+                c2.ping()
+            except redis.ResponseError as e:
+                return str(e).startswith("BUSY")
+            return False
+        wait_until(busy, timeout=threshold / 1000 + 10, msg="-BUSY")
+        stats = c2.execute_command("FUNCTION", "STATS")
+        if isinstance(stats, list):
+            stats = dict(zip(stats[::2], stats[1::2]))
+        running = stats[b"running_script"]
+        if isinstance(running, list):
+            running = dict(zip(running[::2], running[1::2]))
+        assert running[b"name"] == b"spin"
+        assert c2.function_kill() in (True, b"OK")
+        th.join(timeout=20)
+        assert not th.is_alive()
+        assert "killed by user" in out["err"]
+        assert c2.ping() is True and c1.ping() is True
+    finally:
+        _end_busy_test(server, th, c1, c2)
+        r.function_delete("statslib")
 
 
 def test_busy_replies_a_client_does_not_read_wait_for_it(server, r, one_worker):

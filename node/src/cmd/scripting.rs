@@ -8,7 +8,7 @@
 
 use std::sync::atomic::Ordering::Relaxed;
 
-use resp::Args;
+use resp::{Args, ReplyWriter};
 
 use crate::client::BlockMode;
 use crate::cmd::util::{is, parse_i64, reply_help};
@@ -664,7 +664,13 @@ fn function_list(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
 }
 
 fn function_stats(ctx: &mut Ctx<'_>, _args: Args<'_>) -> CmdResult {
-    let server = ctx.server;
+    write_stats(ctx.server, ctx.out);
+    Ok(())
+}
+
+/// FUNCTION STATS's reply. Also written by [`crate::busy`] for a client beside a busy
+/// script (Redis answers FUNCTION STATS meanwhile: it is how a client finds what to kill).
+pub fn write_stats(server: &Server, out: &mut ReplyWriter) {
     let run = &server.scripting.run;
     let counts = server
         .scripting
@@ -672,7 +678,6 @@ fn function_stats(ctx: &mut Ctx<'_>, _args: Args<'_>) -> CmdResult {
         .try_lock()
         .map(|s| (s.libraries.len(), s.index.len()));
     let current = run.current.lock().clone();
-    let out = &mut *ctx.out;
     out.map(2);
     out.bulk(b"running_script");
     match current {
@@ -699,7 +704,6 @@ fn function_stats(ctx: &mut Ctx<'_>, _args: Args<'_>) -> CmdResult {
     out.int(libs as i64);
     out.bulk(b"functions_count");
     out.int(funcs as i64);
-    Ok(())
 }
 
 fn function_kill(ctx: &mut Ctx<'_>, _args: Args<'_>) -> CmdResult {
