@@ -543,6 +543,16 @@ def test_function_stats_and_kill_from_a_client_beside_a_busy_function(
         r.function_delete("statslib")
 
 
+def test_function_library_engine_name_in_any_case(r):
+    # Redis looks engines up case-insensitively (unit/functions loads "#!LUA name=...").
+    r.function_load("#!LUA name=caselib\nredis.register_function('casef', function() "
+                    "return 'hi' end)", replace=True)
+    assert r.fcall("casef", 0) == b"hi"
+    r.function_delete("caselib")
+    with pytest.raises(redis.ResponseError, match="Unexpected engine"):
+        r.eval("#!LUA\nreturn 1", 0)
+
+
 def test_busy_replies_a_client_does_not_read_wait_for_it(server, r, one_worker):
     # A client beside a busy script pipelines 200k commands and reads nothing: the -BUSY
     # replies back up in the server's socket (about 1 MB unsent here), the commands after

@@ -634,7 +634,13 @@ pub fn parse_shebang(body: &[u8], for_function: bool) -> Result<Shebang, String>
     let line = String::from_utf8_lossy(&body[..end]).into_owned();
     let mut parts = line.split(' ').filter(|p| !p.is_empty());
     let engine = parts.next().unwrap_or("#!");
-    if engine != "#!lua" {
+    // A library names its engine in any case (Redis looks engines up case-insensitively).
+    let lua = if for_function {
+        engine.eq_ignore_ascii_case("#!lua")
+    } else {
+        engine == "#!lua"
+    };
+    if !lua {
         let name = engine.trim_start_matches("#!");
         return Err(if for_function {
             format!("ERR Engine '{name}' not found")
