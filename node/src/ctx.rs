@@ -227,6 +227,9 @@ pub(crate) fn run_command_inline(
 ) -> (CmdResult, u64) {
     let spec = ctx.server.registry.entry(idx).spec;
     let cstat = &ctx.stats.cmd[idx];
+    // The command's BCAST invalidations leave together when it ends.
+    let server = ctx.server;
+    let _bcast = server.tracking.batch();
     let r = if ctx.server.aof.on() {
         match run_logged(ctx, idx, args, spec) {
             Ok(r) => r,
