@@ -300,6 +300,17 @@ fn note_tracked_read(server: &Server, client: &Client, spec: &CommandSpec, args:
     if (t.opts.optin && !t.caching) || (t.opts.optout && t.caching) {
         return;
     }
+    // A script's read tracks the keys the script declared, not the ones it read; the
+    // read-only script commands themselves track nothing (Redis 7.0).
+    if let Some(keys) = &client.script_keys {
+        if !keys.is_empty() {
+            server.tracking.remember(client.id(), keys.iter().cloned());
+        }
+        return;
+    }
+    if matches!(spec.name, "eval_ro" | "evalsha_ro" | "fcall_ro") {
+        return;
+    }
     let keys = spec.key_positions(args);
     if !keys.is_empty() {
         server

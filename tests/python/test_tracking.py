@@ -176,6 +176,27 @@ def test_bcast_invalidations_of_one_command_come_in_one_message_per_prefix(serve
     assert sub.read_reply()[2] == [b"a:marker"]
 
 
+def test_script_read_tracks_its_declared_keys(server, r, c3):
+    # Redis 7.0 (unit/tracking "Tracking only occurs for scripts when a command calls a
+    # read-only command"): a script that runs a read command tracks the keys it declared;
+    # one that only writes, or EVAL_RO that only PINGs, tracks nothing.
+    assert c3.cmd("CLIENT", "TRACKING", "ON") == "OK"
+    c3.cmd("EVAL", "redis.call('set', 'key3', 'bar')", 2, "key1", "key2")
+    c3.cmd("EVAL_RO", "redis.call('ping')", 2, "key1", "key2")
+    r.mset({"key2": 1, "key1": 1})
+    assert c3.no_push()
+    c3.cmd("EVAL", "redis.call('get', 'key3')", 2, "key1", "key2")
+    r.mset({"key2": 2, "key1": 2})
+    assert c3.wait_push() == [b"invalidate", [b"key2"]]
+    assert c3.wait_push() == [b"invalidate", [b"key1"]]
+    c3.cmd("EVAL_RO", "redis.call('get', 'key1')", 2, "key1", "key2")
+    r.mset({"key2": 3, "key1": 3})
+    assert c3.wait_push() == [b"invalidate", [b"key2"]]
+    assert c3.wait_push() == [b"invalidate", [b"key1"]]
+    assert c3.cmd("PING") == "PONG"
+    assert c3.no_push()
+
+
 def test_optin_and_optout(server, r, c3):
     c3.cmd("CLIENT", "TRACKING", "ON", "OPTIN")
     c3.cmd("GET", "x")

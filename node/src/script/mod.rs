@@ -779,6 +779,9 @@ pub fn run(engine: &Engine, ctx: &mut Ctx<'_>, func: &Function, opts: RunOpts<'_
         )?;
         let saved_db = ctx.client.db;
         let saved_block = ctx.client.block_mode;
+        if ctx.client.tracking.is_some() {
+            ctx.client.script_keys = Some(opts.keys.iter().map(|k| k.to_vec()).collect());
+        }
         ctx.client.block_mode = BlockMode::NoBlock;
         let oom = !opts.allow_oom && crate::evict::script_oom(&server);
         let state = RefCell::new(CallState {
@@ -829,6 +832,7 @@ pub fn run(engine: &Engine, ctx: &mut Ctx<'_>, func: &Function, opts: RunOpts<'_
         drop(state);
         lua.remove_hook();
         ctx.client.block_mode = saved_block;
+        ctx.client.script_keys = None;
         ctx.client.select(saved_db);
         r
     })();
