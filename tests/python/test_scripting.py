@@ -701,3 +701,14 @@ def test_differential_against_redis(server, r, seed):
                 else:
                     assert a == b, f"step {i} RESP{resp}: {cmd}: redis={a!r} ember={b!r}"
         ours.close()
+
+
+def test_read_only_scripts_may_not_run_may_replicate_commands(r):
+    # Redis (unit/pause "Test may-replicate commands are rejected in RO scripts"): PUBLISH
+    # from EVAL_RO or a no-writes script is refused, since PAUSE WRITE lets those run.
+    msg = "Write commands are not allowed from read-only scripts"
+    with pytest.raises(redis.ResponseError, match=msg):
+        r.execute_command("EVAL_RO", "return redis.call('publish','ch','msg')", 0)
+    with pytest.raises(redis.ResponseError, match=msg):
+        r.eval("#!lua flags=no-writes\nreturn redis.call('publish','ch','msg')", 0)
+    assert r.eval("return redis.call('publish','ch','msg')", 0) == 0

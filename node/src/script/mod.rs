@@ -915,7 +915,9 @@ fn redis_call(
     if spec.has(flags::NOSCRIPT) {
         return fail("ERR This Redis command is not allowed from script");
     }
-    if spec.has(flags::WRITE) && st.read_only {
+    // May-replicate commands (PUBLISH, PFCOUNT) count as writes here, as in Redis: CLIENT
+    // PAUSE WRITE lets read-only scripts run, so they must not publish.
+    if (spec.has(flags::WRITE) || spec.has(flags::MAY_REPLICATE)) && st.read_only {
         return fail("ERR Write commands are not allowed from read-only scripts.");
     }
     // As Redis's scriptVerifyOOM: only a script that has not written yet is stopped.
