@@ -8,7 +8,7 @@
 //! - `-BUSY ... You can only call SCRIPT KILL or SHUTDOWN NOSAVE.` for a command that may
 //!   not run meanwhile (Redis's earlier errors first: unknown command, wrong arity, and in
 //!   cluster mode MOVED or CROSSSLOT for keys this node does not lead);
-//! - SCRIPT KILL and FUNCTION KILL run; SHUTDOWN NOSAVE shuts down.
+//! - SCRIPT KILL, FUNCTION KILL and FUNCTION STATS run; SHUTDOWN NOSAVE shuts down.
 //!
 //! Only the answered commands' bytes are taken from the socket. The first command it does
 //! not answer this way (MULTI, AUTH, ... the other `allow-busy` ones), an incomplete one,
@@ -113,6 +113,8 @@ pub fn answer(server: &Server, worker: usize, kind: u8) {
 enum Action {
     /// Reply this and go on with the next command.
     Reply(Result<(), CmdError>),
+    /// FUNCTION STATS: its reply, and go on with the next command.
+    Stats,
     /// SHUTDOWN NOSAVE: no reply; the server shuts down.
     Shutdown,
     /// Leave it (and everything after it) to the connection's loop.
@@ -132,7 +134,12 @@ fn answer_one(
     };
     let mut parser = RequestParser::new(Limits::default());
     let mut spans = Vec::new();
-    let mut out = ReplyWriter::new(Protocol::Resp2);
+    let proto = if info.resp.load(Relaxed) == 3 {
+        Protocol::Resp3
+    } else {
+        Protocol::Resp2
+    };
+    let mut out = ReplyWriter::new(proto);
     let mut taken = 0;
     let mut shutdown = false;
     while taken < n && !shutdown {
@@ -146,6 +153,7 @@ fn answer_one(
             };
             match decide(server, Args::new(data, &spans), kind) {
                 Action::Reply(Ok(())) => out.ok(),
+                Action::Stats => crate::cmd::scripting::write_stats(server, &mut out),
                 Action::Reply(Err(e)) => {
                     out.error(&e.to_string());
                     WorkerStats::add(&stats.error_replies, 1);
@@ -214,6 +222,7 @@ fn decide(server: &Server, args: Args<'_>, kind: u8) -> Action {
     match entry.full_name.as_str() {
         "script|kill" => Action::Reply(crate::cmd::scripting::kill(server, true)),
         "function|kill" => Action::Reply(crate::cmd::scripting::kill(server, false)),
+        "function|stats" => Action::Stats,
         // Redis: only SHUTDOWN NOSAVE while a script is busy; other forms get -BUSY.
         "shutdown" if !has("nosave") => Action::Reply(Err(crate::server::busy_error(kind))),
         "shutdown" if !has("save") && !has("abort") => Action::Shutdown,

@@ -192,6 +192,12 @@ pub struct Client {
     pub block_mode: BlockMode,
     /// Set by a handler that asks to block.
     pub block_request: Option<crate::blocking::BlockRequest>,
+    /// Set by a command whose reply is pub/sub traffic ((P|S)(UN)SUBSCRIBE's
+    /// confirmations): sent whatever CLIENT REPLY says, as Redis's `CLIENT_PUSHING`.
+    pub pushing: bool,
+    /// While a script of a tracking client runs: the keys it declared, which a read
+    /// command it calls makes tracked (Redis 7.0's trackingRememberKeys of the caller).
+    pub script_keys: Option<Vec<Vec<u8>>>,
     /// Keys written that blocked clients may wait on, beyond the command's own keys.
     pub ready_keys: crate::blocking::ReadyKeys,
     /// The transaction being queued (between MULTI and EXEC/DISCARD).
@@ -324,6 +330,8 @@ impl Client {
             close_after_reply: false,
             block_mode: BlockMode::Normal,
             block_request: None,
+            pushing: false,
+            script_keys: None,
             ready_keys: Vec::new(),
             multi: None,
             watched: Vec::new(),

@@ -1223,11 +1223,23 @@ async fn route_and_run(
             }
         }
     }
-    while let Some(wait) = server.pause.wait_for(spec) {
-        reuse = None;
-        tokio::select! {
-            _ = tokio::time::sleep(wait) => {}
-            _ = server.pause.notify.notified() => {}
+    if server.pause.active() {
+        let writes = crate::server::pause_writes(server, client, idx, args);
+        let mut waiting = None;
+        loop {
+            // Registered before the pause is looked at: an UNPAUSE in between still wakes it.
+            let unpaused = server.pause.notify.notified();
+            tokio::pin!(unpaused);
+            unpaused.as_mut().enable();
+            let Some(wait) = server.pause.wait_for(writes) else {
+                break;
+            };
+            reuse = None;
+            waiting.get_or_insert_with(|| server.pause.wait_guard());
+            tokio::select! {
+                _ = tokio::time::sleep(wait) => {}
+                _ = unpaused => {}
+            }
         }
     }
     let mut gate = None;
@@ -1346,7 +1358,9 @@ fn finish(
     if let Err(e) = result {
         error_reply(stats, client, out, mark, e, rejected);
     }
-    if matches!(client.reply_mode, ReplyMode::Off | ReplyMode::Skipping) {
+    // Pub/sub confirmations are sent whatever CLIENT REPLY says (Redis's CLIENT_PUSHING).
+    let pushing = std::mem::take(&mut client.pushing);
+    if matches!(client.reply_mode, ReplyMode::Off | ReplyMode::Skipping) && !pushing {
         out.truncate(mark);
     }
     None

@@ -227,6 +227,9 @@ pub(crate) fn run_command_inline(
 ) -> (CmdResult, u64) {
     let spec = ctx.server.registry.entry(idx).spec;
     let cstat = &ctx.stats.cmd[idx];
+    // The command's BCAST invalidations leave together when it ends.
+    let server = ctx.server;
+    let _bcast = server.tracking.batch();
     let r = if ctx.server.aof.on() {
         match run_logged(ctx, idx, args, spec) {
             Ok(r) => r,
@@ -295,6 +298,17 @@ fn note_tracked_read(server: &Server, client: &Client, spec: &CommandSpec, args:
         return;
     }
     if (t.opts.optin && !t.caching) || (t.opts.optout && t.caching) {
+        return;
+    }
+    // A script's read tracks the keys the script declared, not the ones it read; the
+    // read-only script commands themselves track nothing (Redis 7.0).
+    if let Some(keys) = &client.script_keys {
+        if !keys.is_empty() {
+            server.tracking.remember(client.id(), keys.iter().cloned());
+        }
+        return;
+    }
+    if matches!(spec.name, "eval_ro" | "evalsha_ro" | "fcall_ro") {
         return;
     }
     let keys = spec.key_positions(args);

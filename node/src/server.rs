@@ -12,6 +12,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use parking_lot::{Mutex, RwLock};
+use resp::Args;
 use storage::{clock, Keyspace};
 use tokio::sync::{mpsc, Notify};
 use tracing::{error, info, warn};
@@ -19,7 +20,7 @@ use tracing::{error, info, warn};
 use crate::client::ClientTable;
 use crate::config::Config;
 use crate::error::CmdError;
-use crate::registry::{flags, CommandSpec, Registry};
+use crate::registry::{flags, Registry};
 use crate::stats::WorkerStats;
 
 /// Frees large values on a background thread (UNLINK, FLUSH* ASYNC), so a command never
@@ -104,6 +105,18 @@ pub struct Pause {
     all: AtomicBool,
     /// Woken on CLIENT UNPAUSE.
     pub notify: Notify,
+    /// Clients waiting out the pause now (counted in INFO's blocked_clients, as Redis
+    /// counts its postponed clients).
+    waiting: AtomicUsize,
+}
+
+/// Counts a client as waiting out a pause while it lives ([`Pause::waiting`]).
+pub struct PauseWait<'a>(&'a Pause);
+
+impl Drop for PauseWait<'_> {
+    fn drop(&mut self) {
+        self.0.waiting.fetch_sub(1, Relaxed);
+    }
 }
 
 impl Pause {
@@ -133,8 +146,9 @@ impl Pause {
         self.until_ms.load(Relaxed) != 0
     }
 
-    /// How long `spec` must still wait, if it is paused.
-    pub fn wait_for(&self, spec: &CommandSpec) -> Option<Duration> {
+    /// How long a command must still wait, if it is paused; `writes` tells whether it
+    /// counts as a write ([`pause_writes`]), which PAUSE WRITE holds back.
+    pub fn wait_for(&self, writes: bool) -> Option<Duration> {
         let until = self.until_ms.load(Relaxed);
         if until == 0 {
             return None;
@@ -143,9 +157,51 @@ impl Pause {
         if now >= until {
             return None;
         }
-        let affected =
-            self.all.load(Relaxed) || spec.has(flags::WRITE) || spec.has(flags::MAY_REPLICATE);
-        affected.then(|| Duration::from_millis(until - now))
+        (self.all.load(Relaxed) || writes).then(|| Duration::from_millis(until - now))
+    }
+
+    /// Counts the caller as a client waiting out the pause until the guard drops.
+    pub fn wait_guard(&self) -> PauseWait<'_> {
+        self.waiting.fetch_add(1, Relaxed);
+        PauseWait(self)
+    }
+
+    /// Clients waiting out the pause now.
+    pub fn waiting(&self) -> usize {
+        self.waiting.load(Relaxed)
+    }
+}
+
+/// Whether command `idx` with `args`, sent by `client`, counts as a write for CLIENT PAUSE
+/// WRITE, as Redis decides: a `write` or `may-replicate` command, except the scripts and
+/// functions declared `no-writes` (and EVAL_RO, EVALSHA_RO, FCALL_RO); EXEC when a queued
+/// command counts as one.
+pub fn pause_writes(
+    server: &Server,
+    client: &crate::client::Client,
+    idx: usize,
+    args: Args<'_>,
+) -> bool {
+    let entry = server.registry.entry(idx);
+    if entry.full_name == "exec" {
+        return client.multi.as_ref().is_some_and(|m| {
+            m.queued
+                .iter()
+                .any(|q| command_writes(server, q.cmd_index, q.args.args()))
+        });
+    }
+    command_writes(server, idx, args)
+}
+
+/// [`pause_writes`] for one command.
+fn command_writes(server: &Server, idx: usize, args: Args<'_>) -> bool {
+    let entry = server.registry.entry(idx);
+    match entry.full_name.as_str() {
+        name @ ("eval" | "evalsha" | "fcall") => {
+            crate::cmd::scripting::may_write(server, name, args)
+        }
+        "eval_ro" | "evalsha_ro" | "fcall_ro" => false,
+        _ => entry.spec.has(flags::WRITE) || entry.spec.has(flags::MAY_REPLICATE),
     }
 }
 

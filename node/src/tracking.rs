@@ -13,6 +13,8 @@ use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicUsize, Ordering::Relaxed, Ordering::SeqCst};
 use std::sync::Arc;
 
+use std::cell::RefCell;
+
 use parking_lot::Mutex;
 use resp::{Protocol, ReplyWriter};
 
@@ -54,6 +56,40 @@ struct State {
     table: HashMap<Vec<u8>, HashSet<u64>>,
     /// Prefix -> BCAST clients.
     prefixes: HashMap<Vec<u8>, HashSet<u64>>,
+}
+
+/// BCAST invalidations of the command running on this thread: (writer, key).
+#[derive(Default)]
+struct Pending {
+    /// Nesting of [`Tracking::batch`] guards (EXEC and scripts run commands inside).
+    depth: usize,
+    /// Keys written meanwhile, with their writer.
+    keys: Vec<(u64, Vec<u8>)>,
+}
+
+thread_local! {
+    static PENDING: RefCell<Pending> = RefCell::new(Pending::default());
+}
+
+/// Gathers the BCAST invalidations of a command into one message per prefix per client
+/// until dropped ([`Tracking::batch`]).
+pub struct Batch<'a>(&'a Tracking);
+
+impl Drop for Batch<'_> {
+    fn drop(&mut self) {
+        let keys = PENDING.with(|p| {
+            let mut p = p.borrow_mut();
+            p.depth = p.depth.saturating_sub(1);
+            if p.depth == 0 {
+                std::mem::take(&mut p.keys)
+            } else {
+                Vec::new()
+            }
+        });
+        if !keys.is_empty() {
+            self.0.broadcast(&keys);
+        }
+    }
 }
 
 /// The tracking registry.
@@ -132,20 +168,79 @@ impl Tracking {
         }
     }
 
+    /// Starts gathering this thread's BCAST invalidations (a command runs): Redis sends
+    /// them once per event loop, one message per prefix with every key written, so an
+    /// MSET or a transaction gives one message, not one per key. `None` (one atomic load)
+    /// while no client tracks.
+    #[inline]
+    pub fn batch(&self) -> Option<Batch<'_>> {
+        if !self.active() {
+            return None;
+        }
+        PENDING.with(|p| p.borrow_mut().depth += 1);
+        Some(Batch(self))
+    }
+
+    /// Sends the gathered BCAST invalidations `keys`: per client, one message per prefix
+    /// it registered that some key matches, leaving out (NOLOOP) the client's own writes.
+    fn broadcast(&self, keys: &[(u64, Vec<u8>)]) {
+        let st = self.state.lock();
+        // (client, prefix) -> keys, in a stable order.
+        let mut out: std::collections::BTreeMap<(u64, &[u8]), Vec<&[u8]>> = Default::default();
+        for (p, ids) in &st.prefixes {
+            for (writer, key) in keys {
+                if !key.starts_with(p) {
+                    continue;
+                }
+                for &id in ids {
+                    let Some(t) = st.trackers.get(&id) else {
+                        continue;
+                    };
+                    if t.opts.noloop && id == *writer {
+                        continue;
+                    }
+                    let list = out.entry((id, p.as_slice())).or_default();
+                    if !list.contains(&key.as_slice()) {
+                        list.push(key);
+                    }
+                }
+            }
+        }
+        for ((id, _), list) in out {
+            if let Some(t) = st.trackers.get(&id) {
+                self.send(t, Some(&list));
+            }
+        }
+    }
+
     /// `key` was modified by client `writer` (0: the server, e.g. expiry): sends the
-    /// invalidations it causes.
+    /// invalidations it causes (BCAST ones when the command ends, inside a [`Batch`]).
     pub fn invalidate(&self, writer: u64, key: &[u8]) {
         if !self.active() {
             return;
         }
+        let batching = PENDING.with(|p| {
+            let mut p = p.borrow_mut();
+            if p.depth > 0 {
+                p.keys.push((writer, key.to_vec()));
+            }
+            p.depth > 0
+        });
         let mut st = self.state.lock();
         let mut targets: Vec<u64> = Vec::new();
         if let Some(ids) = st.table.remove(key) {
-            targets.extend(ids);
+            // Keys a client read before it switched to BCAST are not its concern any more
+            // (Redis skips BCAST clients here): its prefixes decide.
+            targets.extend(
+                ids.into_iter()
+                    .filter(|id| st.trackers.get(id).is_some_and(|t| !t.opts.bcast)),
+            );
         }
-        for (p, ids) in &st.prefixes {
-            if key.starts_with(p) {
-                targets.extend(ids.iter().copied());
+        if !batching {
+            for (p, ids) in &st.prefixes {
+                if key.starts_with(p) {
+                    targets.extend(ids.iter().copied());
+                }
             }
         }
         targets.sort_unstable();
@@ -157,7 +252,7 @@ impl Tracking {
             if t.opts.noloop && id == writer {
                 continue;
             }
-            self.send(t, Some(key));
+            self.send(t, Some(&[key]));
         }
     }
 
@@ -181,8 +276,8 @@ impl Tracking {
             .map(|t| (t.opts.clone(), t.broken.load(Relaxed)))
     }
 
-    /// Sends one invalidation (`key`, or all keys when `None`) for tracker `t`.
-    fn send(&self, t: &Tracker, key: Option<&[u8]>) {
+    /// Sends one invalidation (`keys`, or all keys when `None`) for tracker `t`.
+    fn send(&self, t: &Tracker, keys: Option<&[&[u8]]>) {
         let mut redirected = false;
         let target = if t.opts.redirect != 0 {
             match self.mailboxes.lock().get(&t.opts.redirect) {
@@ -217,10 +312,12 @@ impl Tracking {
         } else {
             return;
         }
-        match key {
-            Some(k) => {
-                w.array(1);
-                w.bulk(k);
+        match keys {
+            Some(ks) => {
+                w.array(ks.len());
+                for k in ks {
+                    w.bulk(k);
+                }
             }
             None => w.null(),
         }

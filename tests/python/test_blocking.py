@@ -177,6 +177,51 @@ def test_blmove_wrongtype_destination(server, r):
     assert r.lrange("src", 0, -1) == [b"v"]
 
 
+def test_blocked_move_to_wrongtype_destination_gets_wrongtype(server, r):
+    # Redis: a blocked BRPOPLPUSH / BLMOVE whose destination holds another type when an
+    # element arrives is answered -WRONGTYPE, and the element stays in the source.
+    r.set("dst", "s")
+    c = Call(server, "BRPOPLPUSH", "src", "dst", 0)
+    wait_blocked(r, 1)
+    r.rpush("src", "a", "b", "c")
+    c.join()
+    assert isinstance(c.error, redis.ResponseError) and "WRONGTYPE" in str(c.error)
+    assert r.lrange("src", 0, -1) == [b"a", b"b", b"c"]
+    assert r.info("clients")["blocked_clients"] == 0
+    r.delete("src")
+    c = Call(server, "BLMOVE", "src", "dst", "LEFT", "RIGHT", 0)
+    wait_blocked(r, 1)
+    r.rpush("src", "x")
+    c.join()
+    assert isinstance(c.error, redis.ResponseError) and "WRONGTYPE" in str(c.error)
+    assert r.lrange("src", 0, -1) == [b"x"]
+
+
+def test_failed_blocked_move_leaves_the_element_to_the_next_waiter(server, r):
+    r.set("bad", "s")
+    c1 = Call(server, "BRPOPLPUSH", "src", "bad", 0)
+    wait_blocked(r, 1)
+    c2 = Call(server, "BRPOPLPUSH", "src", "good", 0)
+    wait_blocked(r, 2)
+    r.lpush("src", "foo")
+    c1.join()
+    assert isinstance(c1.error, redis.ResponseError) and "WRONGTYPE" in str(c1.error)
+    assert c2.join() == b"foo"
+    assert r.lrange("good", 0, -1) == [b"foo"]
+    assert r.exists("src") == 0
+
+
+def test_blocked_move_keeps_waiting_on_source_of_other_type(server, r):
+    # The source turning into another type is no answer: the client stays blocked.
+    c = Call(server, "BLMOVE", "src", "dst", "LEFT", "RIGHT", 0)
+    wait_blocked(r, 1)
+    r.set("src", "string")
+    r.delete("src")
+    r.rpush("src", "v")
+    assert c.join() == b"v"
+    assert r.lrange("dst", 0, -1) == [b"v"]
+
+
 def test_blmpop(server, r):
     r.rpush("m2", "a", "b", "c")
     assert r.execute_command("BLMPOP", 0, 2, "m1", "m2", "RIGHT", "COUNT", 2) == [

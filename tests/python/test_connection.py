@@ -571,6 +571,74 @@ def test_client_pause_write_delays_writes_until_unpause(server, rr):
         reader.close()
 
 
+def _blocked_clients(r):
+    return int(r.info("clients")["blocked_clients"])
+
+
+def test_client_pause_write_counts_paused_clients_as_blocked(server, r, rr):
+    # Redis counts the clients a pause holds back in INFO blocked_clients (its unit/pause
+    # waits on that count): PUBLISH and PFCOUNT (may-replicate) wait under PAUSE WRITE too.
+    rr.execute_command("PFADD", "hll", "a")
+    conns = [server.client() for _ in range(3)]
+    try:
+        assert rr.execute_command("CLIENT", "PAUSE", 60000, "WRITE") == b"OK"
+        calls = [
+            _timed_in_thread(lambda: conns[0].set("k", "v")),
+            _timed_in_thread(lambda: conns[1].execute_command("PFCOUNT", "hll")),
+            _timed_in_thread(lambda: conns[2].publish("ch", "m")),
+        ]
+        wait_until(lambda: _blocked_clients(r) == 3, timeout=10, msg="3 paused clients")
+        assert rr.execute_command("CLIENT", "UNPAUSE") == b"OK"
+        for t, _ in calls:
+            t.join(10)
+            assert not t.is_alive(), "a paused command did not finish after UNPAUSE"
+        assert [out.get("result") for _, out in calls] == [True, 1, 0]
+        assert _blocked_clients(r) == 0
+    finally:
+        rr.execute_command("CLIENT", "UNPAUSE")
+        for c in conns:
+            c.close()
+
+
+def test_client_pause_write_holds_write_exec_and_scripts_not_read_only_ones(server, r, rr):
+    # As Redis: under PAUSE WRITE a read-only script (no-writes shebang, EVAL_RO, a
+    # no-writes function via FCALL) runs at once, and EXEC waits only when it queued a write.
+    rr.set("x", "y")
+    rr.execute_command("FUNCTION", "LOAD", "REPLACE",
+                       "#!lua name=pauselib\n"
+                       "redis.register_function{function_name='ro_f', "
+                       "callback=function() return 'hello' end, flags={'no-writes'}}\n"
+                       "redis.register_function('rw_f', function() return 'rw' end)")
+    c = server.client(socket_timeout=5)
+    w1, w2, w3 = server.client(), server.client(), server.client()
+    try:
+        assert rr.execute_command("CLIENT", "PAUSE", 60000, "WRITE") == b"OK"
+        assert c.eval("#!lua flags=no-writes\nreturn 'unique'", 0) == b"unique"
+        assert c.execute_command("EVAL_RO", "return redis.call('get', KEYS[1])", 1, "x") == b"y"
+        assert c.execute_command("FCALL", "ro_f", 0) == b"hello"
+        p = c.pipeline(transaction=True)
+        p.get("x").ping()
+        assert p.execute() == [b"y", True]
+        calls = [
+            _timed_in_thread(lambda: w1.eval("return 1", 0)),
+            _timed_in_thread(lambda: w2.execute_command("FCALL", "rw_f", 0)),
+            _timed_in_thread(lambda: w3.pipeline(transaction=True).set("x", "z").execute()),
+        ]
+        wait_until(lambda: _blocked_clients(r) == 3, timeout=10, msg="3 paused clients")
+        assert rr.get("x") == b"y"
+        assert rr.execute_command("CLIENT", "UNPAUSE") == b"OK"
+        for t, _ in calls:
+            t.join(10)
+            assert not t.is_alive(), "a paused command did not finish after UNPAUSE"
+        assert [out.get("result") for _, out in calls] == [1, b"rw", [True]]
+        assert rr.get("x") == b"z"
+    finally:
+        rr.execute_command("CLIENT", "UNPAUSE")
+        rr.execute_command("FUNCTION", "DELETE", "pauselib")
+        for conn in (c, w1, w2, w3):
+            conn.close()
+
+
 def test_client_pause_all_expires_by_itself(server, rr):
     other = server.client()
     try:

@@ -196,3 +196,28 @@ def test_slow_subscriber_is_disconnected_by_output_limit(server, r):
         time.sleep(0.05)
     assert r.pubsub_numsub("flood") == [(b"flood", 0)]
     s.close()
+
+
+@pytest.mark.parametrize("proto", [2, 3])
+def test_subscribe_confirmations_are_sent_with_client_reply_off(server, r, raw, proto):
+    # Redis sends pub/sub traffic whatever CLIENT REPLY says, in RESP2 and RESP3: the
+    # (un)subscribe confirmations and the messages (unit/pubsub "PubSub messages with CLIENT
+    # REPLY OFF", "Keyspace notifications: we receive keyspace notifications").
+    c = raw(timeout=5)
+    c.cmd("HELLO", str(proto))
+    c.send_cmd("CLIENT", "REPLY", "OFF")
+    c.send_cmd("SUBSCRIBE", "channel")
+    assert c.read_reply() == [b"subscribe", b"channel", 1]
+    c.send_cmd("PSUBSCRIBE", "ch*")
+    assert c.read_reply() == [b"psubscribe", b"ch*", 2]
+    assert r.publish("channel", "hello") == 2
+    assert c.read_reply() == [b"message", b"channel", b"hello"]
+    assert c.read_reply() == [b"pmessage", b"ch*", b"channel", b"hello"]
+    c.send_cmd("UNSUBSCRIBE", "channel")
+    assert c.read_reply() == [b"unsubscribe", b"channel", 1]
+    c.send_cmd("PUNSUBSCRIBE", "ch*")
+    assert c.read_reply() == [b"punsubscribe", b"ch*", 0]
+    # Plain replies stay off.
+    c.send_cmd("PING")
+    c.send_cmd("CLIENT", "REPLY", "ON")
+    assert c.read_reply() == "OK"

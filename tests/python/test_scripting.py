@@ -14,7 +14,7 @@ import redis
 
 from helpers import (
     reference_redis,
-    IS_REDIS, RawConn, RespError, _redis_server_bin, in_thread,
+    IS_REDIS, RawConn, RespError, _redis_server_bin, in_thread, wait_until,
 )
 
 LONG = "local t = 0 while true do t = t + 1 end"
@@ -501,6 +501,58 @@ def test_busy_script_answers_clients_beside_it(server, r, one_worker, kind):
             r.function_delete("busylib")
 
 
+@pytest.mark.parametrize("spread", ["one_worker", "all_workers"])
+@pytest.mark.parametrize("proto", [2, 3])
+def test_function_stats_and_kill_from_a_client_beside_a_busy_function(
+        server, r, request, proto, spread):
+    # unit/functions "test function kill": a client connected before the function, on its
+    # worker or (all_workers) maybe another, asks FUNCTION STATS (Redis answers it while busy), then FUNCTION KILL; before
+    # the fix STATS waited for the endless function, so the kill never came.
+    request.getfixturevalue(spread)
+    threshold = _busy_threshold_ms(server)
+    r.function_load("#!lua name=statslib\n"
+                    "redis.register_function('spin', function() " + LONG + " end)",
+                    replace=True)
+    c1 = server.client(socket_timeout=60)
+    c2 = server.client(socket_timeout=5, protocol=proto)
+    assert c1.ping() and c2.ping()
+    out = {}
+    th = _spin_in_thread(c1, out, "function")
+    try:
+        def busy():
+            try:
+                c2.ping()
+            except redis.ResponseError as e:
+                return str(e).startswith("BUSY")
+            return False
+        wait_until(busy, timeout=threshold / 1000 + 10, msg="-BUSY")
+        stats = c2.execute_command("FUNCTION", "STATS")
+        if isinstance(stats, list):
+            stats = dict(zip(stats[::2], stats[1::2]))
+        running = stats[b"running_script"]
+        if isinstance(running, list):
+            running = dict(zip(running[::2], running[1::2]))
+        assert running[b"name"] == b"spin"
+        assert c2.function_kill() in (True, b"OK")
+        th.join(timeout=20)
+        assert not th.is_alive()
+        assert "killed by user" in out["err"]
+        assert c2.ping() is True and c1.ping() is True
+    finally:
+        _end_busy_test(server, th, c1, c2)
+        r.function_delete("statslib")
+
+
+def test_function_library_engine_name_in_any_case(r):
+    # Redis looks engines up case-insensitively (unit/functions loads "#!LUA name=...").
+    r.function_load("#!LUA name=caselib\nredis.register_function('casef', function() "
+                    "return 'hi' end)", replace=True)
+    assert r.fcall("casef", 0) == b"hi"
+    r.function_delete("caselib")
+    with pytest.raises(redis.ResponseError, match="Unexpected engine"):
+        r.eval("#!LUA\nreturn 1", 0)
+
+
 def test_busy_replies_a_client_does_not_read_wait_for_it(server, r, one_worker):
     # A client beside a busy script pipelines 200k commands and reads nothing: the -BUSY
     # replies back up in the server's socket (about 1 MB unsent here), the commands after
@@ -649,3 +701,14 @@ def test_differential_against_redis(server, r, seed):
                 else:
                     assert a == b, f"step {i} RESP{resp}: {cmd}: redis={a!r} ember={b!r}"
         ours.close()
+
+
+def test_read_only_scripts_may_not_run_may_replicate_commands(r):
+    # Redis (unit/pause "Test may-replicate commands are rejected in RO scripts"): PUBLISH
+    # from EVAL_RO or a no-writes script is refused, since PAUSE WRITE lets those run.
+    msg = "Write commands are not allowed from read-only scripts"
+    with pytest.raises(redis.ResponseError, match=msg):
+        r.execute_command("EVAL_RO", "return redis.call('publish','ch','msg')", 0)
+    with pytest.raises(redis.ResponseError, match=msg):
+        r.eval("#!lua flags=no-writes\nreturn redis.call('publish','ch','msg')", 0)
+    assert r.eval("return redis.call('publish','ch','msg')", 0) == 0

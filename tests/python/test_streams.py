@@ -19,7 +19,7 @@ import redis
 
 from helpers import (
     reference_redis,
-    IS_REDIS, RawConn, RespError, _redis_server_bin, requires_72,
+    IS_REDIS, RawConn, RespError, _redis_server_bin, requires_72, wait_until,
 )
 
 WRONGTYPE = "WRONGTYPE Operation against a key holding the wrong kind of value"
@@ -325,6 +325,33 @@ def test_xreadgroup_block_stream_deleted(server, r):
     t2.join()
     assert "no longer exists" in str(e.value) or "consumer group" in str(e.value)
     other.close()
+
+
+@pytest.mark.parametrize("flush", ["FLUSHALL", "FLUSHDB"])
+def test_xreadgroup_block_forever_unblocked_by_flush(server, r, flush):
+    # Redis (stream-cgroups.tcl "Blocking XREADGROUP: flushed DB"): the blocked reader
+    # learns its stream no longer exists.
+    r.xadd("s", {"f": "v"}, id="666-0")
+    r.xgroup_create("s", "g", "$")
+    reader = server.client(socket_timeout=10)
+    out = {}
+
+    def read():
+        try:
+            out["reply"] = reader.execute_command(
+                "XREADGROUP", "GROUP", "g", "alice", "BLOCK", "0", "STREAMS", "s", ">")
+        except redis.ResponseError as e:
+            out["err"] = str(e)
+
+    th = threading.Thread(target=read, daemon=True)
+    th.start()
+    wait_until(lambda: r.info("clients")["blocked_clients"] == 1, msg="reader blocked")
+    r.execute_command(flush)
+    th.join(10)
+    assert not th.is_alive(), "XREADGROUP still blocked after " + flush
+    reader.close()
+    assert "no longer exists" in out.get("err", ""), out
+    assert r.info("clients")["blocked_clients"] == 0
 
 
 def test_xclaim_and_xautoclaim(rr):

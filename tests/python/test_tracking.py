@@ -144,6 +144,59 @@ def test_bcast_prefixes(server, r, c3):
     assert sorted(info["prefixes"]) == [b"obj:", b"user:"]
 
 
+def test_bcast_invalidations_of_one_command_come_in_one_message_per_prefix(server, r, raw):
+    # Redis gathers BCAST invalidations and sends one message per prefix with every key
+    # written (unit/tracking "The connection gets invalidation messages about all the
+    # keys"; one message per key desynchronised the unit's reads until it hung).
+    sub = raw(timeout=5)
+    sub_id = sub.cmd("CLIENT", "ID")
+    sub.send_cmd("SUBSCRIBE", "__redis__:invalidate")
+    assert sub.read_reply()[0] == b"subscribe"
+    t = raw(timeout=5)
+    # Keys read in default mode before switching to BCAST do not get messages of their own.
+    assert t.cmd("CLIENT", "TRACKING", "ON", "REDIRECT", sub_id) == "OK"
+    t.cmd("MGET", "a", "b", "c")
+    assert t.cmd("CLIENT", "TRACKING", "OFF") == "OK"
+    assert t.cmd("CLIENT", "TRACKING", "ON", "BCAST", "REDIRECT", sub_id) == "OK"
+    assert t.cmd("MSET", "a", "1", "b", "2", "c", "3") == "OK"
+    msg = sub.read_reply()
+    assert msg[:2] == [b"message", b"__redis__:invalidate"]
+    assert sorted(msg[2]) == [b"a", b"b", b"c"]
+    assert t.cmd("CLIENT", "TRACKING", "OFF") == "OK"
+    assert t.cmd("CLIENT", "TRACKING", "ON", "BCAST", "REDIRECT", sub_id,
+                 "PREFIX", "a:", "PREFIX", "b:") == "OK"
+    t.cmd("MULTI")
+    for k in ("a:1", "a:2", "b:1", "b:2", "c:1"):
+        t.cmd("INCR", k)
+    assert t.cmd("EXEC") == [1, 1, 1, 1, 1]
+    got = sorted(sorted(sub.read_reply()[2]) for _ in range(2))
+    assert got == [[b"a:1", b"a:2"], [b"b:1", b"b:2"]]
+    # Nothing else arrives (c:1 has no prefix): a marker write comes next.
+    r.set("a:marker", "x")
+    assert sub.read_reply()[2] == [b"a:marker"]
+
+
+def test_script_read_tracks_its_declared_keys(server, r, c3):
+    # Redis 7.0 (unit/tracking "Tracking only occurs for scripts when a command calls a
+    # read-only command"): a script that runs a read command tracks the keys it declared;
+    # one that only writes, or EVAL_RO that only PINGs, tracks nothing.
+    assert c3.cmd("CLIENT", "TRACKING", "ON") == "OK"
+    c3.cmd("EVAL", "redis.call('set', 'key3', 'bar')", 2, "key1", "key2")
+    c3.cmd("EVAL_RO", "redis.call('ping')", 2, "key1", "key2")
+    r.mset({"key2": 1, "key1": 1})
+    assert c3.no_push()
+    c3.cmd("EVAL", "redis.call('get', 'key3')", 2, "key1", "key2")
+    r.mset({"key2": 2, "key1": 2})
+    assert c3.wait_push() == [b"invalidate", [b"key2"]]
+    assert c3.wait_push() == [b"invalidate", [b"key1"]]
+    c3.cmd("EVAL_RO", "redis.call('get', 'key1')", 2, "key1", "key2")
+    r.mset({"key2": 3, "key1": 3})
+    assert c3.wait_push() == [b"invalidate", [b"key2"]]
+    assert c3.wait_push() == [b"invalidate", [b"key1"]]
+    assert c3.cmd("PING") == "PONG"
+    assert c3.no_push()
+
+
 def test_optin_and_optout(server, r, c3):
     c3.cmd("CLIENT", "TRACKING", "ON", "OPTIN")
     c3.cmd("GET", "x")

@@ -11,7 +11,8 @@ use resp::{Args, ReplyWriter};
 use storage::list::List;
 use storage::Value;
 
-use crate::blocking::TimeoutReply;
+use crate::blocking::{BlockRequest, TimeoutReply};
+use crate::client::BlockMode;
 use crate::cmd::util::{is, parse_i64, parse_timeout};
 use crate::ctx::Ctx;
 use crate::error::{CmdError, CmdResult};
@@ -554,13 +555,16 @@ fn ltrim(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
 // Multi-key moves and pops
 
 /// LMOVE / RPOPLPUSH: pops from `src` (tail when `from_tail`) and pushes onto `dst`,
-/// replying with the element; false (nothing written) when `src` is empty.
+/// replying with the element; false (nothing written) when `src` is empty, or, when
+/// `src_must_be_list`, holds another type (a blocked BLMOVE run again keeps waiting on a
+/// source of the wrong type, as Redis serves only list keys to it).
 fn move_generic(
     ctx: &mut Ctx<'_>,
     src: &[u8],
     dst: &[u8],
     from_tail: bool,
     to_tail: bool,
+    src_must_be_list: bool,
 ) -> Result<bool, CmdError> {
     let db = ctx.db();
     let mut g = ctx.lock_keys([src, dst]);
@@ -568,7 +572,12 @@ fn move_generic(
         let Some(se) = g.get(db, src) else {
             return Ok(false);
         };
-        if as_list(&se.value)?.is_empty() {
+        let sl = match as_list(&se.value) {
+            Ok(l) => l,
+            Err(_) if src_must_be_list => return Ok(false),
+            Err(e) => return Err(e),
+        };
+        if sl.is_empty() {
             return Ok(false);
         }
         if src != dst {
@@ -614,14 +623,14 @@ fn move_generic(
 fn lmove(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
     let from_tail = parse_side(args.arg(3))?;
     let to_tail = parse_side(args.arg(4))?;
-    if !move_generic(ctx, args.arg(1), args.arg(2), from_tail, to_tail)? {
+    if !move_generic(ctx, args.arg(1), args.arg(2), from_tail, to_tail, false)? {
         ctx.out.null();
     }
     Ok(())
 }
 
 fn rpoplpush(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
-    if !move_generic(ctx, args.arg(1), args.arg(2), true, false)? {
+    if !move_generic(ctx, args.arg(1), args.arg(2), true, false, false)? {
         ctx.out.null();
     }
     Ok(())
@@ -746,8 +755,18 @@ fn bmove_generic(
 ) -> CmdResult {
     let deadline = parse_timeout(timeout)?;
     let (src, dst) = (args.arg(1), args.arg(2));
-    if !move_generic(ctx, src, dst, from_tail, to_tail)? {
-        ctx.block(vec![src.to_vec()], deadline, TimeoutReply::Null);
+    // Run again for a blocked client, a source of another type keeps it waiting, but a
+    // destination of another type is its answer: -WRONGTYPE, the element left in the
+    // source (Redis's serveClientBlockedOnList).
+    let retry = ctx.client.block_mode == BlockMode::Retry;
+    if !move_generic(ctx, src, dst, from_tail, to_tail, retry)? {
+        ctx.block_with(BlockRequest {
+            keys: vec![src.to_vec()],
+            deadline,
+            on_timeout: TimeoutReply::Null,
+            rewrite: None,
+            serve_errors: true,
+        });
     }
     Ok(())
 }

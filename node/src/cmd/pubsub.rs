@@ -97,6 +97,7 @@ fn subs<'c>(ctx: &'c mut Ctx<'_>) -> &'c mut Subscriptions {
 }
 
 fn confirm(ctx: &mut Ctx<'_>, word: &[u8], name: Option<&[u8]>, count: usize) {
+    ctx.client.pushing = true;
     ctx.out.push(3);
     ctx.out.bulk(word);
     match name {

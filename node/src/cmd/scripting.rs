@@ -8,7 +8,7 @@
 
 use std::sync::atomic::Ordering::Relaxed;
 
-use resp::Args;
+use resp::{Args, ReplyWriter};
 
 use crate::client::BlockMode;
 use crate::cluster::script_keys::{self, ScriptKeys};
@@ -374,6 +374,43 @@ fn script_help(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
     Ok(())
 }
 
+/// Whether EVAL, EVALSHA or FCALL (`name`, its registry name) with `args` may write, as
+/// CLIENT PAUSE WRITE sees it (Redis's evalGetCommandFlags / fcallGetCommandFlags): a
+/// script or function without the `no-writes` flag does. A script not cached, a function
+/// not found, or a cache or library held by a running script count as writing.
+pub fn may_write(server: &Server, name: &str, args: Args<'_>) -> bool {
+    match name {
+        "eval" => match script::parse_shebang(args.arg(1), false) {
+            Ok((flags, _, _)) => {
+                flags & script::FLAG_EVAL_COMPAT != 0 || flags & FLAG_NO_WRITES == 0
+            }
+            Err(_) => true,
+        },
+        "evalsha" => {
+            let sha = String::from_utf8_lossy(args.arg(1)).to_ascii_lowercase();
+            let Some(eng) = server.scripting.eval.try_lock() else {
+                return true;
+            };
+            eng.scripts.get(&sha).is_none_or(|s| {
+                s.flags & script::FLAG_EVAL_COMPAT != 0 || s.flags & FLAG_NO_WRITES == 0
+            })
+        }
+        "fcall" => {
+            let name = String::from_utf8_lossy(args.arg(1));
+            let Some(store) = server.scripting.func.try_lock() else {
+                return true;
+            };
+            store
+                .index
+                .get(name.as_ref())
+                .and_then(|lib| store.libraries.get(lib))
+                .and_then(|lib| lib.functions.get(name.as_ref()))
+                .is_none_or(|f| f.flags & FLAG_NO_WRITES == 0)
+        }
+        _ => false,
+    }
+}
+
 fn fcall(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
     fcall_generic(ctx, args, false)
 }
@@ -638,7 +675,13 @@ fn function_list(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
 }
 
 fn function_stats(ctx: &mut Ctx<'_>, _args: Args<'_>) -> CmdResult {
-    let server = ctx.server;
+    write_stats(ctx.server, ctx.out);
+    Ok(())
+}
+
+/// FUNCTION STATS's reply. Also written by [`crate::busy`] for a client beside a busy
+/// script (Redis answers FUNCTION STATS meanwhile: it is how a client finds what to kill).
+pub fn write_stats(server: &Server, out: &mut ReplyWriter) {
     let run = &server.scripting.run;
     let counts = server
         .scripting
@@ -646,7 +689,6 @@ fn function_stats(ctx: &mut Ctx<'_>, _args: Args<'_>) -> CmdResult {
         .try_lock()
         .map(|s| (s.libraries.len(), s.index.len()));
     let current = run.current.lock().clone();
-    let out = &mut *ctx.out;
     out.map(2);
     out.bulk(b"running_script");
     match current {
@@ -673,7 +715,6 @@ fn function_stats(ctx: &mut Ctx<'_>, _args: Args<'_>) -> CmdResult {
     out.int(libs as i64);
     out.bulk(b"functions_count");
     out.int(funcs as i64);
-    Ok(())
 }
 
 fn function_kill(ctx: &mut Ctx<'_>, _args: Args<'_>) -> CmdResult {

@@ -220,8 +220,10 @@ fn dispose(server: &crate::server::Server, tables: Vec<Table>, lazy: bool) {
 }
 
 /// Empties database `db` (or every database) atomically: all shard locks are held while
-/// the tables are taken, so no command sees a half-flushed keyspace.
-fn flush(ctx: &Ctx<'_>, db: Option<usize>, lazy: bool) {
+/// the tables are taken, so no command sees a half-flushed keyspace. Every key waited on
+/// in a flushed database is ready afterwards (a blocked XREADGROUP learns that its stream
+/// is gone, as Redis's signalFlushedDb).
+fn flush(ctx: &mut Ctx<'_>, db: Option<usize>, lazy: bool) {
     let dbs = ctx.ks().db_count();
     let range = match db {
         Some(d) => d..d + 1,
@@ -248,11 +250,19 @@ fn flush(ctx: &Ctx<'_>, db: Option<usize>, lazy: bool) {
         }
     }
     dispose(ctx.server, taken, lazy);
+    let range = match db {
+        Some(d) => d..d + 1,
+        None => 0..dbs,
+    };
+    for d in range {
+        ctx.server.blocking.ready_db(d, &mut ctx.client.ready_keys);
+    }
 }
 
 fn flushdb(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
     let lazy = flush_mode(args)?;
-    flush(ctx, Some(ctx.db()), lazy);
+    let db = ctx.db();
+    flush(ctx, Some(db), lazy);
     ctx.out.ok();
     Ok(())
 }
@@ -594,7 +604,7 @@ pub fn info_text(server: &Server, now: u64, want: impl Fn(&str) -> bool) -> Stri
         kv(
             &mut s,
             "blocked_clients",
-            server.blocking.blocked() + cluster_waiting,
+            server.blocking.blocked() + cluster_waiting + server.pause.waiting(),
         );
         kv(&mut s, "tracking_clients", server.tracking.client_count());
     }

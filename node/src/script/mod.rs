@@ -733,7 +733,13 @@ pub fn parse_shebang(body: &[u8], for_function: bool) -> Result<Shebang, String>
     let line = String::from_utf8_lossy(&body[..end]).into_owned();
     let mut parts = line.split(' ').filter(|p| !p.is_empty());
     let engine = parts.next().unwrap_or("#!");
-    if engine != "#!lua" {
+    // A library names its engine in any case (Redis looks engines up case-insensitively).
+    let lua = if for_function {
+        engine.eq_ignore_ascii_case("#!lua")
+    } else {
+        engine == "#!lua"
+    };
+    if !lua {
         let name = engine.trim_start_matches("#!");
         return Err(if for_function {
             format!("ERR Engine '{name}' not found")
@@ -879,6 +885,9 @@ pub fn run(engine: &Engine, ctx: &mut Ctx<'_>, func: &Function, opts: RunOpts<'_
         )?;
         let saved_db = ctx.client.db;
         let saved_block = ctx.client.block_mode;
+        if ctx.client.tracking.is_some() {
+            ctx.client.script_keys = Some(opts.keys.iter().map(|k| k.to_vec()).collect());
+        }
         ctx.client.block_mode = BlockMode::NoBlock;
         let oom = !opts.allow_oom && crate::evict::script_oom(&server);
         let state = RefCell::new(CallState {
@@ -931,6 +940,7 @@ pub fn run(engine: &Engine, ctx: &mut Ctx<'_>, func: &Function, opts: RunOpts<'_
         drop(state);
         lua.remove_hook();
         ctx.client.block_mode = saved_block;
+        ctx.client.script_keys = None;
         ctx.client.select(saved_db);
         r
     })();
@@ -1014,7 +1024,9 @@ fn redis_call(
     if spec.has(flags::NOSCRIPT) {
         return fail("ERR This Redis command is not allowed from script");
     }
-    if spec.has(flags::WRITE) && st.read_only {
+    // May-replicate commands (PUBLISH, PFCOUNT) count as writes here, as in Redis: CLIENT
+    // PAUSE WRITE lets read-only scripts run, so they must not publish.
+    if (spec.has(flags::WRITE) || spec.has(flags::MAY_REPLICATE)) && st.read_only {
         return fail("ERR Write commands are not allowed from read-only scripts.");
     }
     // As Redis's scriptVerifyOOM: only a script that has not written yet is stopped.
