@@ -425,6 +425,15 @@ static DIRECTIVES: &[Directive] = &[
         mutable: false,
     },
     Directive {
+        name: "tracking-table-max-keys",
+        kind: Kind::Int {
+            min: 0,
+            max: i64::MAX,
+        },
+        default: "1000000",
+        mutable: true,
+    },
+    Directive {
         name: "client-output-buffer-limit",
         kind: Kind::OutputLimits,
         default: crate::obuf::DEFAULT,
@@ -1163,15 +1172,6 @@ static ACCEPTED: &[Directive] = &[
             max: u64::MAX,
         },
         default: "3000",
-        mutable: true,
-    },
-    Directive {
-        name: "tracking-table-max-keys",
-        kind: Kind::Int {
-            min: 0,
-            max: i64::MAX,
-        },
-        default: "1000000",
         mutable: true,
     },
     Directive {

@@ -407,6 +407,9 @@ impl Server {
         l.auth_required
             .store(!c.get("requirepass").is_empty(), Relaxed);
         l.obuf.set_text(c.get("client-output-buffer-limit"));
+        self.tracking.set_max_keys(
+            usize::try_from(c.get_u64("tracking-table-max-keys")).unwrap_or(usize::MAX),
+        );
         storage::compress::set_policy(storage::compress::Policy {
             enabled: c.get_bool("compression"),
             threshold: usize::try_from(c.get_u64("compression-threshold")).unwrap_or(usize::MAX),

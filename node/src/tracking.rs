@@ -6,7 +6,8 @@
 //! (or an active expiry) invalidates the key: every client that may cache it gets an
 //! `invalidate` push (RESP3) or, through REDIRECT, a `__redis__:invalidate` pub/sub message
 //! on the redirect client (RESP2), via that client's [`Mailbox`]. Keys are not per
-//! database, as in Redis. Every path starts with one atomic load, so nothing is paid while
+//! database, as in Redis. Past `tracking-table-max-keys` remembered keys, keys are
+//! forgotten and invalidated as Redis does. Every path starts with one atomic load, so nothing is paid while
 //! no client tracks.
 
 use std::collections::{HashMap, HashSet};
@@ -100,6 +101,8 @@ pub struct Tracking {
     clients: AtomicUsize,
     /// Every client's mailbox, by id (REDIRECT targets).
     mailboxes: Mutex<HashMap<u64, Arc<Mailbox>>>,
+    /// `tracking-table-max-keys` (0: no limit).
+    max_keys: AtomicUsize,
 }
 
 impl Tracking {
@@ -165,6 +168,41 @@ impl Tracking {
         let mut st = self.state.lock();
         for k in keys {
             st.table.entry(k).or_default().insert(id);
+        }
+        self.limit(&mut st);
+    }
+
+    /// Sets `tracking-table-max-keys` (0: no limit); a table over the new limit shrinks
+    /// at once.
+    pub fn set_max_keys(&self, max: usize) {
+        self.max_keys.store(max, Relaxed);
+        let mut st = self.state.lock();
+        self.limit(&mut st);
+    }
+
+    /// Keys remembered now (INFO `tracking_total_keys`).
+    pub fn key_count(&self) -> usize {
+        self.state.lock().table.len()
+    }
+
+    /// Redis's `trackingLimitUsedSlots`: while the table holds more keys than
+    /// `tracking-table-max-keys`, one is forgotten and the clients that may cache it are
+    /// told to drop it, as if it had been written.
+    fn limit(&self, st: &mut State) {
+        let max = self.max_keys.load(Relaxed);
+        if max == 0 {
+            return;
+        }
+        while st.table.len() > max {
+            let Some(key) = st.table.keys().next().cloned() else {
+                break;
+            };
+            let ids = st.table.remove(&key).unwrap_or_default();
+            for id in ids {
+                if let Some(t) = st.trackers.get(&id).filter(|t| !t.opts.bcast) {
+                    self.send(t, Some(&[key.as_slice()]));
+                }
+            }
         }
     }
 

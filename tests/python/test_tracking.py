@@ -280,3 +280,34 @@ def test_info_tracking_clients(server, r, c3):
     assert r.info("clients")["tracking_clients"] == 1
     c3.cmd("CLIENT", "TRACKING", "OFF")
     assert r.info("clients")["tracking_clients"] == 0
+
+
+def test_tracking_table_max_keys_forgets_and_invalidates(start_server):
+    """tracking-table-max-keys: past the limit the server forgets remembered keys and tells
+    the clients that may cache them, as if they had been written (Redis's unit/tracking
+    waited forever for these once the directive was accepted)."""
+    srv = start_server()
+    r = srv.client()
+    c = Resp3(srv.port)
+    try:
+        assert r.config_get("tracking-table-max-keys") == {"tracking-table-max-keys": "1000000"}
+        c.cmd("CLIENT", "TRACKING", "ON")
+        for k in ("a", "b", "c"):
+            c.cmd("GET", k)
+        assert r.info("stats")["tracking_total_keys"] == 3
+        assert r.config_set("tracking-table-max-keys", 1) is True
+        evicted = []
+        while len(evicted) < 2:
+            push = c.wait_push()
+            assert push[0] == b"invalidate"
+            evicted += push[1]
+        assert len(set(evicted)) == 2 and set(evicted) < {b"a", b"b", b"c"}
+        assert r.info("stats")["tracking_total_keys"] == 1
+        # Reading a new key pushes another one out.
+        c.cmd("GET", "d")
+        push = c.wait_push()
+        assert push[0] == b"invalidate" and len(push[1]) == 1
+        assert r.info("stats")["tracking_total_keys"] == 1
+    finally:
+        c.close()
+

@@ -753,6 +753,7 @@ pub fn info_text(server: &Server, now: u64, want: impl Fn(&str) -> bool) -> Stri
         kv(&mut s, "keyspace_hits", sum(|w| &w.hits));
         kv(&mut s, "keyspace_misses", sum(|w| &w.misses));
         kv(&mut s, "total_error_replies", sum(|w| &w.error_replies));
+        kv(&mut s, "tracking_total_keys", server.tracking.key_count());
     }
 
     if want("replication") {
