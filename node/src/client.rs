@@ -60,6 +60,12 @@ pub struct ClientInfo {
     pub busy_out: Mutex<Vec<u8>>,
     /// `busy_out` holds bytes.
     pub busy_pending: AtomicBool,
+    /// A mailbox another client made for this one (a CLIENT TRACKING REDIRECT to a client
+    /// without one), waiting for the connection to take it ([`crate::pubsub::mailbox_for`]);
+    /// its lock also orders creating this client's mailbox.
+    pub adopt: Mutex<Option<crate::pubsub::Adoptable>>,
+    /// `adopt` holds a mailbox.
+    pub adopt_pending: AtomicBool,
 }
 
 impl ClientInfo {
@@ -88,14 +94,17 @@ impl ClientInfo {
             rest: AtomicBool::new(false),
             busy_out: Mutex::new(Vec::new()),
             busy_pending: AtomicBool::new(false),
+            adopt: Mutex::new(None),
+            adopt_pending: AtomicBool::new(false),
         }
     }
 
     /// Whether the connection was killed or, with `busy`, handed replies by a busy
-    /// script's hook (`busy_pending`).
+    /// script's hook (`busy_pending`) or a mailbox to adopt (`adopt_pending`).
     #[inline]
     pub fn signalled(&self, busy: bool) -> bool {
-        self.killed.load(Relaxed) || (busy && self.busy_pending.load(Relaxed))
+        self.killed.load(Relaxed)
+            || (busy && (self.busy_pending.load(Relaxed) || self.adopt_pending.load(Relaxed)))
     }
 
     /// Asks the connection to close.

@@ -336,7 +336,16 @@ impl Conn {
             let n = match input {
                 Input::Read(n) => n,
                 Input::Signal => {
-                    if !info.busy_pending.load(Relaxed) || info.killed.load(Relaxed) {
+                    if info.killed.load(Relaxed) {
+                        return Ok(Ended::Closed);
+                    }
+                    if info.adopt_pending.load(Relaxed) {
+                        // Another client made this one a REDIRECT target: its mailbox.
+                        drop(_rest);
+                        crate::pubsub::adopt(&mut self.client);
+                        continue;
+                    }
+                    if !info.busy_pending.load(Relaxed) {
                         return Ok(Ended::Closed);
                     }
                     // Woken by a busy script's hook: write the replies it held.

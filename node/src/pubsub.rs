@@ -243,7 +243,11 @@ impl Encoded {
     }
 }
 
-/// The client's mailbox, created (and made reachable as a REDIRECT target) on first use.
+/// A mailbox made for a client by another one, with the receiver its connection takes.
+pub type Adoptable = (Arc<Mailbox>, mpsc::UnboundedReceiver<Vec<u8>>);
+
+/// The client's mailbox, created (and made reachable as a REDIRECT target) on first use,
+/// or the one another client made for it ([`mailbox_for`]).
 pub fn ensure_mailbox(
     server: &crate::server::Server,
     client: &mut crate::client::Client,
@@ -252,9 +256,54 @@ pub fn ensure_mailbox(
     if let Some(m) = &client.mailbox {
         return m.clone();
     }
-    let (mailbox, rx) = Mailbox::new(client.info.clone(), proto, server.live.obuf.clone());
-    server.tracking.add_mailbox(client.id(), &mailbox);
+    let info = client.info.clone();
+    let mut slot = info.adopt.lock();
+    let (mailbox, rx) = match slot.take() {
+        Some(made) => made,
+        None => {
+            let (m, rx) = Mailbox::new(info.clone(), proto, server.live.obuf.clone());
+            server.tracking.add_mailbox(client.id(), &m);
+            (m, rx)
+        }
+    };
+    info.adopt_pending.store(false, Relaxed);
+    drop(slot);
     client.mailbox = Some(mailbox.clone());
     client.sub_rx = Some(rx);
     mailbox
+}
+
+/// Makes `target` reachable as a REDIRECT target when it has no mailbox yet (a client
+/// that never subscribed nor tracked, as a RESP3 one needs not): the mailbox is made here,
+/// registered, and handed to its connection, which takes it at its next wait for input
+/// ([`adopt`]); messages sent meanwhile wait in it.
+pub fn mailbox_for(server: &crate::server::Server, target: &Arc<ClientInfo>) {
+    let mut slot = target.adopt.lock();
+    if slot.is_some() || server.tracking.has_mailbox(target.id) {
+        return;
+    }
+    let proto = if target.resp.load(Relaxed) == 3 {
+        Protocol::Resp3
+    } else {
+        Protocol::Resp2
+    };
+    let (m, rx) = Mailbox::new(target.clone(), proto, server.live.obuf.clone());
+    server.tracking.add_mailbox(target.id, &m);
+    *slot = Some((m, rx));
+    drop(slot);
+    target.adopt_pending.store(true, Relaxed);
+    target.waker.wake();
+}
+
+/// Takes the mailbox another client made for this one, if any ([`mailbox_for`]).
+pub fn adopt(client: &mut crate::client::Client) {
+    let info = client.info.clone();
+    let mut slot = info.adopt.lock();
+    info.adopt_pending.store(false, Relaxed);
+    if client.mailbox.is_none() {
+        if let Some((m, rx)) = slot.take() {
+            client.mailbox = Some(m);
+            client.sub_rx = Some(rx);
+        }
+    }
 }

@@ -122,6 +122,11 @@ impl Tracking {
         self.mailboxes.lock().insert(id, mb.clone());
     }
 
+    /// Whether client `id` is reachable as a REDIRECT target.
+    pub fn has_mailbox(&self, id: u64) -> bool {
+        self.mailboxes.lock().contains_key(&id)
+    }
+
     /// The client went away: forget its mailbox and its tracking.
     pub fn remove_client(&self, id: u64) {
         self.mailboxes.lock().remove(&id);

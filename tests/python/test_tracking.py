@@ -311,3 +311,20 @@ def test_tracking_table_max_keys_forgets_and_invalidates(start_server):
     finally:
         c.close()
 
+
+def test_redirect_to_a_resp3_client_that_never_subscribed(server, r, c3):
+    """A REDIRECT target needs no subscription or tracking of its own: a RESP3 client gets
+    the invalidation pushes, with CLIENT REPLY OFF too (Redis's unit/tracking waited
+    forever for this one)."""
+    target = Resp3(server.port)
+    try:
+        tid = target.cmd("CLIENT", "ID")
+        assert c3.cmd("CLIENT", "TRACKING", "ON", "REDIRECT", tid) == "OK"
+        r.set("redir:k", "v")
+        assert c3.cmd("GET", "redir:k") == b"v"
+        target.s.sendall(b"CLIENT REPLY OFF\r\n")
+        r.set("redir:k", "v2")
+        assert target.wait_push() == [b"invalidate", [b"redir:k"]]
+        assert c3.no_push()
+    finally:
+        target.close()

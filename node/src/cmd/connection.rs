@@ -534,7 +534,14 @@ fn client_tracking(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
                 .ok()
                 .filter(|&id| ctx.server.clients.get(id).is_some());
             match exists {
-                Some(id) => redirect = Some(id),
+                Some(id) => {
+                    if id != ctx.client.id() {
+                        if let Some(target) = ctx.server.clients.get(id) {
+                            crate::pubsub::mailbox_for(ctx.server, &target);
+                        }
+                    }
+                    redirect = Some(id)
+                }
                 None => {
                     return Err(CmdError::err(
                         "The client ID you want redirect to does not exist",
