@@ -101,7 +101,12 @@ fn main() {
     let logfile = config.get("logfile").to_string();
     let registry = tracing_subscriber::registry().with(filter);
     if logfile.is_empty() {
-        registry.with(tracing_subscriber::fmt::layer()).init();
+        // Colour only on a terminal: stdout redirected to a file (a supervisor, a test
+        // harness) gets plain lines.
+        let ansi = std::io::IsTerminal::is_terminal(&std::io::stdout());
+        registry
+            .with(tracing_subscriber::fmt::layer().with_ansi(ansi))
+            .init();
     } else {
         match std::fs::OpenOptions::new()
             .create(true)

@@ -631,3 +631,11 @@ def _running(pid: int) -> bool:
             return f.read().rsplit(")", 1)[1].split()[0] != "Z"
     except OSError:
         return False
+
+
+@pytest.mark.skipif(not IS_EMBER, reason="reads Ember's log")
+def test_log_to_a_file_has_no_colour_codes(start_server):
+    """stdout redirected to a file (as here, or by a supervisor) gets plain log lines."""
+    srv = start_server()
+    wait_until(lambda: "Ready to accept connections" in srv.output(), msg="the ready line")
+    assert "\x1b[" not in srv.output(), srv.output()[:500]
