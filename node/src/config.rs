@@ -1399,13 +1399,7 @@ impl Config {
         if runtime && !d.mutable {
             return Err("can't set immutable config".into());
         }
-        let value = match d.kind {
-            Kind::OutputLimits => {
-                let words: Vec<&str> = args.iter().flat_map(|a| a.split_whitespace()).collect();
-                crate::obuf::merge(self.get(d.name), &words)?
-            }
-            _ => normalise(d, args)?,
-        };
+        let value = normalise(d, args, self.get(d.name))?;
         self.values.insert(d.name, value);
         if !self.set.contains(&d.name) {
             self.set.push(d.name);
@@ -1503,7 +1497,9 @@ fn quote(a: &str) -> String {
     s
 }
 
-fn normalise(d: &Directive, args: &[String]) -> Result<String, String> {
+/// The value `args` set `d` to, given its `current` one (which only
+/// `client-output-buffer-limit` builds on).
+fn normalise(d: &Directive, args: &[String], current: &str) -> Result<String, String> {
     let one = || -> Result<&str, String> {
         match args {
             [a] => Ok(a.as_str()),
@@ -1581,7 +1577,7 @@ fn normalise(d: &Directive, args: &[String]) -> Result<String, String> {
         }
         Kind::OutputLimits => {
             let words: Vec<&str> = args.iter().flat_map(|a| a.split_whitespace()).collect();
-            crate::obuf::merge(crate::obuf::DEFAULT, &words)
+            crate::obuf::merge(current, &words)
         }
     }
 }

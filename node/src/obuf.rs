@@ -80,24 +80,17 @@ pub fn merge(current: &str, words: &[&str]) -> Result<String, String> {
     if words.is_empty() || !words.len().is_multiple_of(4) {
         return Err(WRONG_COUNT.into());
     }
+    // A copy: an error anywhere in the value leaves the setting as it was (all or nothing,
+    // as Redis).
     let mut limits = parse_all(current).unwrap_or_else(|| parse_all(DEFAULT).unwrap_or_default());
-    let mut updates = Vec::new();
+    let mem = |s: &str| crate::config::parse_memory(s).ok_or_else(|| BAD_VALUE.to_string());
     for w in words.chunks(4) {
         let class = Class::parse(w[0]).ok_or_else(|| BAD_CLASS.to_string())?;
-        let mem = |s: &str| crate::config::parse_memory(s).ok_or_else(|| BAD_VALUE.to_string());
-        let secs: u64 = w[3].parse().map_err(|_| BAD_VALUE.to_string())?;
-        updates.push((
-            class,
-            Limit {
-                hard: mem(w[1])?,
-                soft: mem(w[2])?,
-                soft_secs: secs,
-            },
-        ));
-    }
-    // All or nothing, as Redis: the value is checked whole before anything changes.
-    for (class, limit) in updates {
-        limits[class as usize] = limit;
+        limits[class as usize] = Limit {
+            hard: mem(w[1])?,
+            soft: mem(w[2])?,
+            soft_secs: w[3].parse().map_err(|_| BAD_VALUE.to_string())?,
+        };
     }
     Ok(format_all(&limits))
 }

@@ -258,14 +258,9 @@ pub fn ensure_mailbox(
     }
     let info = client.info.clone();
     let mut slot = info.adopt.lock();
-    let (mailbox, rx) = match slot.take() {
-        Some(made) => made,
-        None => {
-            let (m, rx) = Mailbox::new(info.clone(), proto, server.live.obuf.clone());
-            server.tracking.add_mailbox(client.id(), &m);
-            (m, rx)
-        }
-    };
+    let (mailbox, rx) = slot
+        .take()
+        .unwrap_or_else(|| registered(server, &info, proto));
     info.adopt_pending.store(false, Relaxed);
     drop(slot);
     client.mailbox = Some(mailbox.clone());
@@ -287,12 +282,22 @@ pub fn mailbox_for(server: &crate::server::Server, target: &Arc<ClientInfo>) {
     } else {
         Protocol::Resp2
     };
-    let (m, rx) = Mailbox::new(target.clone(), proto, server.live.obuf.clone());
-    server.tracking.add_mailbox(target.id, &m);
-    *slot = Some((m, rx));
+    *slot = Some(registered(server, target, proto));
     drop(slot);
     target.adopt_pending.store(true, Relaxed);
     target.waker.wake();
+}
+
+/// A new mailbox for `info`, reachable as a REDIRECT target at once (the caller holds
+/// `info.adopt`, which orders making one).
+fn registered(
+    server: &crate::server::Server,
+    info: &Arc<ClientInfo>,
+    proto: Protocol,
+) -> Adoptable {
+    let (m, rx) = Mailbox::new(info.clone(), proto, server.live.obuf.clone());
+    server.tracking.add_mailbox(info.id, &m);
+    (m, rx)
 }
 
 /// Takes the mailbox another client made for this one, if any ([`mailbox_for`]).

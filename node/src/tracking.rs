@@ -202,9 +202,8 @@ impl Tracking {
             let Some(key) = st.table.keys().next().cloned() else {
                 break;
             };
-            let ids = st.table.remove(&key).unwrap_or_default();
-            for id in ids {
-                if let Some(t) = st.trackers.get(&id).filter(|t| !t.opts.bcast) {
+            for id in take_readers(st, &key) {
+                if let Some(t) = st.trackers.get(&id) {
                     self.send(t, Some(&[key.as_slice()]));
                 }
             }
@@ -270,15 +269,7 @@ impl Tracking {
             p.depth > 0
         });
         let mut st = self.state.lock();
-        let mut targets: Vec<u64> = Vec::new();
-        if let Some(ids) = st.table.remove(key) {
-            // Keys a client read before it switched to BCAST are not its concern any more
-            // (Redis skips BCAST clients here): its prefixes decide.
-            targets.extend(
-                ids.into_iter()
-                    .filter(|id| st.trackers.get(id).is_some_and(|t| !t.opts.bcast)),
-            );
-        }
+        let mut targets = take_readers(&mut st, key);
         if !batching {
             for (p, ids) in &st.prefixes {
                 if key.starts_with(p) {
@@ -366,6 +357,18 @@ impl Tracking {
         }
         target.send(w.buffer().to_vec());
     }
+}
+
+/// Forgets `key`: the default-mode clients that read it, which must be told. Keys a client
+/// read before it switched to BCAST are not its concern any more (Redis skips BCAST
+/// clients here): its prefixes decide.
+fn take_readers(st: &mut State, key: &[u8]) -> Vec<u64> {
+    let Some(ids) = st.table.remove(key) else {
+        return Vec::new();
+    };
+    ids.into_iter()
+        .filter(|id| st.trackers.get(id).is_some_and(|t| !t.opts.bcast))
+        .collect()
 }
 
 fn remove_prefixes(st: &mut State, id: u64, prefixes: &[Vec<u8>], bcast: bool) {

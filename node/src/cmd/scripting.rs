@@ -379,11 +379,13 @@ fn script_help(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
 /// script or function without the `no-writes` flag does. A script not cached, a function
 /// not found, or a cache or library held by a running script count as writing.
 pub fn may_write(server: &Server, name: &str, args: Args<'_>) -> bool {
+    /// A script without a shebang may write; one with a shebang unless `no-writes`.
+    fn flags_may_write(flags: u32) -> bool {
+        flags & script::FLAG_EVAL_COMPAT != 0 || flags & FLAG_NO_WRITES == 0
+    }
     match name {
         "eval" => match script::parse_shebang(args.arg(1), false) {
-            Ok((flags, _, _)) => {
-                flags & script::FLAG_EVAL_COMPAT != 0 || flags & FLAG_NO_WRITES == 0
-            }
+            Ok((flags, _, _)) => flags_may_write(flags),
             Err(_) => true,
         },
         "evalsha" => {
@@ -391,9 +393,9 @@ pub fn may_write(server: &Server, name: &str, args: Args<'_>) -> bool {
             let Some(eng) = server.scripting.eval.try_lock() else {
                 return true;
             };
-            eng.scripts.get(&sha).is_none_or(|s| {
-                s.flags & script::FLAG_EVAL_COMPAT != 0 || s.flags & FLAG_NO_WRITES == 0
-            })
+            eng.scripts
+                .get(&sha)
+                .is_none_or(|s| flags_may_write(s.flags))
         }
         "fcall" => {
             let name = String::from_utf8_lossy(args.arg(1));
