@@ -59,7 +59,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex};
-use resp::{Args, Frame, Limits, OwnedArgs, Protocol, ReplyWriter};
+use resp::{Args, OwnedArgs, Protocol, ReplyWriter};
 use storage::aof::{
     base_name, encode_command, encode_now, incr_name, manifest_name, AofFile, CommandReader,
     FileKind, Item, Manifest, ReadError,
@@ -70,6 +70,7 @@ use tracing::{info, warn};
 
 use crate::client::{BlockMode, Client, ClientInfo};
 use crate::ctx::{CmdRng, Ctx};
+use crate::effects::{self, Declared};
 use crate::error::CmdError;
 use crate::registry::{flags, CommandSpec, Unresolved};
 use crate::server::Server;
@@ -194,21 +195,20 @@ impl Stream {
         }
         let wrap = cmds > 1;
         if wrap {
-            encode_command(&mut self.data, &["MULTI"]);
+            encode_command(&mut self.data, &effects::multi());
         }
         for e in effects {
             if e.ncmds == 0 {
                 continue;
             }
             if self.db != Some(e.db) {
-                let mut b = itoa::Buffer::new();
-                encode_command(&mut self.data, &[&b"SELECT"[..], b.format(e.db).as_bytes()]);
+                encode_command(&mut self.data, &effects::select(e.db));
                 self.db = Some(e.db);
             }
             self.data.extend_from_slice(&e.resp);
         }
         if wrap {
-            encode_command(&mut self.data, &["EXEC"]);
+            encode_command(&mut self.data, &effects::exec());
         }
     }
 }
@@ -311,8 +311,15 @@ pub struct Scope<'a> {
     outer: bool,
     writes: bool,
     container: bool,
-    mark: usize,
     done: bool,
+}
+
+impl Scope<'_> {
+    /// Whether the command's own effects are propagated (a write that is not a container
+    /// of other commands): its handler records them ([`crate::effects`]).
+    pub fn records(&self) -> bool {
+        self.writes && !self.container
+    }
 }
 
 impl Drop for Scope<'_> {
@@ -354,20 +361,18 @@ pub fn begin<'a>(
     server: &'a Arc<Server>,
     ctx_now: &mut u64,
     spec: &CommandSpec,
-    out_len: usize,
 ) -> Result<Option<Scope<'a>>, CmdError> {
     let aof = &server.aof;
     if !aof.on.load(Relaxed) {
         return Ok(None);
     }
-    begin_slow(aof, ctx_now, spec, out_len).map(Some)
+    begin_slow(aof, ctx_now, spec).map(Some)
 }
 
 fn begin_slow<'a>(
     aof: &'a Aof,
     ctx_now: &mut u64,
     spec: &CommandSpec,
-    out_len: usize,
 ) -> Result<Scope<'a>, CmdError> {
     let writes = is_write(spec);
     let container = spec.has(flags::EXCLUSIVE);
@@ -398,7 +403,6 @@ fn begin_slow<'a>(
         outer,
         writes,
         container,
-        mark: out_len,
         done: false,
     })
 }
@@ -407,8 +411,13 @@ fn begin_slow<'a>(
 /// of the commands it ran) and gives the order token back.
 pub fn end(ctx: &mut Ctx<'_>, mut scope: Scope<'_>, idx: usize, args: Args<'_>, ok: bool) {
     scope.done = true;
-    let eff = if scope.writes && !scope.container && ok && ctx.client.block_request.is_none() {
-        build(ctx, idx, args, scope.mark)
+    let eff = if scope.records() {
+        let declared = ctx.client.fx.finish();
+        if ok && ctx.client.block_request.is_none() {
+            build(ctx, idx, args, declared)
+        } else {
+            None
+        }
     } else {
         None
     };
@@ -456,7 +465,7 @@ pub fn evicted<R>(
     let r = remove();
     if r.is_some() {
         let mut e = Effect::new(db, clock::now_ns());
-        e.cmd(&[&b"DEL"[..], key]);
+        e.cmd(&effects::deletion(key));
         if aof.rewriting.load(Relaxed) {
             e.keys.push((db, key.to_vec()));
         }
@@ -471,201 +480,23 @@ pub fn evicted<R>(
 // ------------------------------------------------------------------------------------------
 // What a command appends
 
-/// The effects of one successful write command (None: nothing to log).
-fn build(ctx: &Ctx<'_>, idx: usize, args: Args<'_>, mark: usize) -> Option<Effect> {
+/// The effects of one successful write command (None: nothing to log): what its handler
+/// declared ([`crate::effects`]), or its own arguments; with the keys it reached while a
+/// rewrite runs.
+fn build(ctx: &Ctx<'_>, idx: usize, args: Args<'_>, declared: Declared) -> Option<Effect> {
     let server = ctx.server;
-    let entry = server.registry.entry(idx);
-    let name = entry.full_name.as_str();
     let db = ctx.client.db;
     let mut e = Effect::new(db, ctx.now);
-    let reply = || -> Frame {
-        let buf = ctx.out.buffer();
-        match resp::parse_frame(buf.get(mark..).unwrap_or(&[]), &Limits::default()) {
-            Ok(Some((f, _))) => f,
-            _ => Frame::Null,
-        }
-    };
-    let key = args.arg(1);
-    match name {
-        "blpop" | "brpop" => {
-            let items = array(reply())?;
-            let k = bulk(items.first()?)?;
-            e.cmd(&[if name == "blpop" { "LPOP" } else { "RPOP" }.as_bytes(), &k]);
-        }
-        "brpoplpush" => {
-            if matches!(reply(), Frame::Null) {
-                return None;
-            }
-            e.cmd(&[&b"RPOPLPUSH"[..], args.arg(1), args.arg(2)]);
-        }
-        "blmove" => {
-            if matches!(reply(), Frame::Null) {
-                return None;
-            }
-            e.cmd(&[
-                &b"LMOVE"[..],
-                args.arg(1),
-                args.arg(2),
-                args.arg(3),
-                args.arg(4),
-            ]);
-        }
-        "blmpop" | "bzmpop" => {
-            let items = array(reply())?;
-            let k = bulk(items.first()?)?;
-            let n = match items.get(1)? {
-                Frame::Array(v) | Frame::Set(v) => v.len(),
-                Frame::Map(m) => m.len(),
-                _ => return None,
-            };
-            let numkeys = storage::value::parse_canonical_i64(args.arg(2)).unwrap_or(0);
-            let dir = args.arg(3 + usize::try_from(numkeys).unwrap_or(0));
-            let op: &[u8] = match (name, dir.to_ascii_lowercase().as_slice()) {
-                ("blmpop", b"left") => b"LPOP",
-                ("blmpop", _) => b"RPOP",
-                (_, b"min") => b"ZPOPMIN",
-                _ => b"ZPOPMAX",
-            };
-            e.cmd(&[op, &k, itoa::Buffer::new().format(n).as_bytes()]);
-        }
-        "bzpopmin" | "bzpopmax" => {
-            let items = array(reply())?;
-            let k = bulk(items.first()?)?;
-            let op: &[u8] = if name == "bzpopmin" {
-                b"ZPOPMIN"
-            } else {
-                b"ZPOPMAX"
-            };
-            e.cmd(&[op, &k]);
-        }
-        "spop" => {
-            let members: Vec<Vec<u8>> = match reply() {
-                Frame::Bulk(b) => vec![b.to_vec()],
-                Frame::Array(v) | Frame::Set(v) => v.iter().filter_map(bulk).collect(),
-                _ => return None,
-            };
-            if members.is_empty() {
-                return None;
-            }
-            let mut v: Vec<&[u8]> = vec![&b"SREM"[..], key];
-            v.extend(members.iter().map(|m| &m[..]));
-            e.cmd(&v);
-        }
-        "xadd" => {
-            let id = bulk(&reply())?;
-            let pos = xadd_id_pos(args)?;
-            let v: Vec<&[u8]> = args
-                .iter()
-                .enumerate()
-                .map(|(i, a)| if i == pos { &id[..] } else { a })
-                .collect();
-            e.cmd(&v);
-        }
-        "xreadgroup" => {
-            // Served (or run) without blocking: drop BLOCK <ms>.
-            let mut v: Vec<&[u8]> = Vec::with_capacity(args.len());
-            let mut i = 0;
-            let mut streams = false;
-            while i < args.len() {
-                let a = args.arg(i);
-                if !streams && a.eq_ignore_ascii_case(b"block") {
-                    i += 2;
-                    continue;
-                }
-                streams |= a.eq_ignore_ascii_case(b"streams");
-                v.push(a);
-                i += 1;
-            }
-            e.cmd(&v);
-        }
-        "expire" | "pexpire" | "expireat" | "pexpireat" | "nexpire" | "nexpireat" => {
-            match deadline_of(server, db, key, ctx.now) {
-                None => e.cmd(&[&b"DEL"[..], key]),
-                Some(Some(at)) => ttl_cmd(&mut e, key, at),
-                Some(None) => {}
-            }
-        }
-        "getex" => {
-            if args.len() <= 2 {
-                return None;
-            }
-            match deadline_of(server, db, key, ctx.now) {
-                None => e.cmd(&[&b"DEL"[..], key]),
-                Some(Some(at)) => ttl_cmd(&mut e, key, at),
-                Some(None) => e.cmd(&[&b"PERSIST"[..], key]),
-            }
-        }
-        "setex" | "psetex" => match deadline_of(server, db, key, ctx.now) {
-            None => e.cmd(&[&b"DEL"[..], key]),
-            Some(at) => set_with(&mut e, &[&b"SET"[..], key, args.arg(3)], key, at),
-        },
-        "set" => {
-            let mut v: Vec<&[u8]> = vec![&b"SET"[..], key, args.arg(2)];
-            let mut timed = false;
-            let mut i = 3;
-            while i < args.len() {
-                let a = args.arg(i);
-                let l = a.to_ascii_lowercase();
-                if matches!(l.as_slice(), b"ex" | b"px" | b"exat" | b"pxat") {
-                    timed = true;
-                    i += 2;
-                    continue;
-                }
-                v.push(a);
-                i += 1;
-            }
-            if !timed {
-                e.args(args);
-            } else {
-                match deadline_of(server, db, key, ctx.now) {
-                    None => e.cmd(&[&b"DEL"[..], key]),
-                    Some(at) => set_with(&mut e, &v, key, at),
-                }
-            }
-        }
-        "restore" => {
-            if args.arg(2) == b"0" {
-                e.args(args);
-            } else {
-                let at = deadline_of(server, db, key, ctx.now)?;
-                let mut v: Vec<Vec<u8>> = vec![b"RESTORE".to_vec(), key.to_vec()];
-                let ms = match at {
-                    Some(at) if at.is_multiple_of(NS_PER_MS) => (at / NS_PER_MS).to_string(),
-                    _ => "0".into(),
-                };
-                v.push(ms.into_bytes());
-                v.push(args.arg(3).to_vec());
-                let mut i = 4;
-                while i < args.len() {
-                    let a = args.arg(i);
-                    let l = a.to_ascii_lowercase();
-                    if l == b"absttl" {
-                        i += 1;
-                        continue;
-                    }
-                    v.push(a.to_vec());
-                    if l == b"idletime" || l == b"freq" {
-                        v.push(args.arg(i + 1).to_vec());
-                        i += 1;
-                    }
-                    i += 1;
-                }
-                if matches!(at, Some(at) if at.is_multiple_of(NS_PER_MS)) {
-                    v.push(b"ABSTTL".to_vec());
-                }
-                e.cmd(&v);
-                if let Some(at) = at.filter(|at| !at.is_multiple_of(NS_PER_MS)) {
-                    ttl_cmd(&mut e, key, at);
-                }
-            }
-        }
-        _ => e.args(args),
+    match &declared.cmds {
+        None => e.args(args),
+        Some(cmds) if cmds.is_empty() => return None,
+        Some(cmds) => cmds.iter().for_each(|c| e.cmd(c)),
     }
     if server.aof.rewriting.load(Relaxed) {
-        let spec = entry.spec;
+        let spec = server.registry.entry(idx).spec;
         let pos = spec.key_positions(&args);
-        if pos.is_empty() {
-            e.scope = if name.starts_with("function|") {
+        if pos.is_empty() && declared.keys.is_empty() {
+            e.scope = if spec.has(flags::OUTSIDE_KEYSPACE) {
                 Reach::Meta
             } else {
                 Reach::Global
@@ -674,105 +505,14 @@ fn build(ctx: &Ctx<'_>, idx: usize, args: Args<'_>, mark: usize) -> Option<Effec
         for p in pos {
             e.keys.push((db, args.arg(p).to_vec()));
         }
-        // Keys in another database of the same shard (MOVE) or of another (COPY ... DB).
-        if name == "move" {
-            if let Some(to) = parse_db(args.arg(2)) {
-                e.keys.push((to, key.to_vec()));
-            }
-        } else if name == "copy" {
-            let mut i = 3;
-            while i + 1 < args.len() {
-                if args.arg(i).eq_ignore_ascii_case(b"db") {
-                    if let Some(to) = parse_db(args.arg(i + 1)) {
-                        if let Some(k) = e.keys.get_mut(1) {
-                            k.0 = to;
-                        }
-                    }
-                }
-                i += 1;
-            }
-        }
+        e.keys.extend(declared.keys);
     }
     Some(e)
 }
 
-fn parse_db(b: &[u8]) -> Option<usize> {
-    storage::value::parse_canonical_i64(b).and_then(|v| usize::try_from(v).ok())
-}
-
-fn array(f: Frame) -> Option<Vec<Frame>> {
-    match f {
-        Frame::Array(v) | Frame::Set(v) | Frame::Push(v) => Some(v),
-        _ => None,
-    }
-}
-
-fn bulk(f: &Frame) -> Option<Vec<u8>> {
-    match f {
-        Frame::Bulk(b) => Some(b.to_vec()),
-        Frame::Simple(s) => Some(s.as_bytes().to_vec()),
-        _ => None,
-    }
-}
-
-/// Position of the ID argument of XADD (after NOMKSTREAM and MAXLEN/MINID [=|~] n [LIMIT c]).
-fn xadd_id_pos(args: Args<'_>) -> Option<usize> {
-    let mut i = 2;
-    loop {
-        let a = args.get(i)?;
-        if a.eq_ignore_ascii_case(b"nomkstream") {
-            i += 1;
-        } else if a.eq_ignore_ascii_case(b"maxlen") || a.eq_ignore_ascii_case(b"minid") {
-            i += 1;
-            if matches!(args.get(i), Some(b"=") | Some(b"~")) {
-                i += 1;
-            }
-            i += 1;
-            if args
-                .get(i)
-                .is_some_and(|a| a.eq_ignore_ascii_case(b"limit"))
-            {
-                i += 2;
-            }
-        } else {
-            return Some(i);
-        }
-    }
-}
-
-/// The key's state after the command: None when absent, else its deadline.
-fn deadline_of(server: &Server, db: usize, key: &[u8], now: u64) -> Option<Option<u64>> {
-    let mut g = server.keyspace.lock(db, key, now);
-    g.peek().map(|e| e.expire_at())
-}
-
-/// The command setting `key`'s deadline to `at` (ns): Redis's PEXPIREAT when it is a whole
-/// millisecond, Ember's NEXPIREAT otherwise.
+/// The command setting `key`'s deadline to `at` (ns), appended to `e`.
 fn ttl_cmd(e: &mut Effect, key: &[u8], at: u64) {
-    let mut b = itoa::Buffer::new();
-    if at.is_multiple_of(NS_PER_MS) {
-        e.cmd(&[&b"PEXPIREAT"[..], key, b.format(at / NS_PER_MS).as_bytes()]);
-    } else {
-        e.cmd(&[&b"NEXPIREAT"[..], key, b.format(at).as_bytes()]);
-    }
-}
-
-/// `SET ...` with the deadline the key ended with (`PXAT`, or a NEXPIREAT after it).
-fn set_with(e: &mut Effect, base: &[&[u8]], key: &[u8], at: Option<u64>) {
-    let mut v: Vec<&[u8]> = base.to_vec();
-    let mut b = itoa::Buffer::new();
-    match at {
-        Some(at) if at.is_multiple_of(NS_PER_MS) => {
-            v.push(b"PXAT");
-            v.push(b.format(at / NS_PER_MS).as_bytes());
-            e.cmd(&v);
-        }
-        Some(at) => {
-            e.cmd(&v);
-            ttl_cmd(e, key, at);
-        }
-        None => e.cmd(&v),
-    }
+    e.cmd(&crate::effects::deadline_cmd(key, at));
 }
 
 /// Commands that put `key` in `db` back to its current state: DEL, then RESTORE with its
@@ -781,16 +521,11 @@ fn set_with(e: &mut Effect, base: &[&[u8]], key: &[u8], at: Option<u64>) {
 fn restore_state(server: &Server, e: &mut Effect, db: usize, key: &[u8]) {
     let now = e.now;
     let mut g = server.keyspace.lock(db, key, now);
-    let mut cmds: Vec<Vec<Vec<u8>>> = vec![vec![b"DEL".to_vec(), key.to_vec()]];
+    let mut cmds: Vec<Vec<Vec<u8>>> = vec![effects::deletion(key).to_vec()];
     let mut at = None;
     if let Some(ent) = g.peek() {
         at = ent.expire_at();
-        cmds.push(vec![
-            b"RESTORE".to_vec(),
-            key.to_vec(),
-            b"0".to_vec(),
-            rdb::dump_payload(&ent.value),
-        ]);
+        cmds.push(effects::restore(key, 0, rdb::dump_payload(&ent.value)));
         let tags: Vec<Vec<u8>> = g
             .table_of(db)
             .tags_of(key)
@@ -798,9 +533,7 @@ fn restore_state(server: &Server, e: &mut Effect, db: usize, key: &[u8]) {
             .map(|t| t.to_vec())
             .collect();
         if !tags.is_empty() {
-            let mut c = vec![b"TAG.SET".to_vec(), key.to_vec()];
-            c.extend(tags);
-            cmds.push(c);
+            cmds.push(effects::tags(key, &tags));
         }
     }
     drop(g);
@@ -812,14 +545,12 @@ fn restore_state(server: &Server, e: &mut Effect, db: usize, key: &[u8]) {
         ttl_cmd(&mut sub, key, at);
     }
     if e.db != db {
-        let mut b = itoa::Buffer::new();
-        e.cmd(&[&b"SELECT"[..], b.format(db).as_bytes()]);
+        e.cmd(&effects::select(db));
     }
     e.resp.extend_from_slice(&sub.resp);
     e.ncmds += sub.ncmds;
     if e.db != db {
-        let mut b = itoa::Buffer::new();
-        e.cmd(&[&b"SELECT"[..], b.format(e.db).as_bytes()]);
+        e.cmd(&effects::select(e.db));
     }
 }
 
@@ -1285,13 +1016,12 @@ impl<'s> Replayer<'s> {
     }
 
     fn command(&mut self, args: Vec<Vec<u8>>, at: u64) -> Result<(), String> {
-        let name = args[0].to_ascii_lowercase();
-        if name == b"multi" {
+        if effects::opens_block(&args[0]) {
             self.multi = Some(Vec::new());
             self.multi_start = at;
             return Ok(());
         }
-        if name == b"exec" {
+        if effects::closes_block(&args[0]) {
             for (a, at) in self.multi.take().unwrap_or_default() {
                 self.run(a, at)?;
             }
@@ -1693,7 +1423,7 @@ fn walk(
         Sink::Rdb(w)
     } else {
         for code in libs {
-            encode_command(&mut text, &[&b"FUNCTION"[..], b"LOAD", code]);
+            encode_command(&mut text, &effects::function_load(code));
         }
         Sink::Text(out)
     };
@@ -1726,23 +1456,12 @@ fn walk(
                         } else {
                             0
                         };
-                        let mut v: Vec<Vec<u8>> = vec![
-                            b"RESTORE".to_vec(),
-                            k.to_vec(),
-                            ms.to_string().into_bytes(),
-                            rdb::dump_payload(&e.value),
-                        ];
-                        if ms != 0 {
-                            v.push(b"ABSTTL".to_vec());
-                        }
-                        eff.cmd(&v);
+                        eff.cmd(&effects::restore(k, ms, rdb::dump_payload(&e.value)));
                         if at != 0 && ms == 0 {
                             ttl_cmd(&mut eff, k, at);
                         }
                         if !tags.is_empty() {
-                            let mut c = vec![b"TAG.SET".to_vec(), k.to_vec()];
-                            c.extend(tags.iter().map(|t| t.to_vec()));
-                            eff.cmd(&c);
+                            eff.cmd(&effects::tags(k, tags));
                         }
                         buf.extend_from_slice(&eff.resp);
                     }
@@ -1763,8 +1482,7 @@ fn walk(
                 }
                 Sink::Text(out) => {
                     if text_db != Some(db) {
-                        let mut b = itoa::Buffer::new();
-                        encode_command(&mut text, &[&b"SELECT"[..], b.format(db).as_bytes()]);
+                        encode_command(&mut text, &effects::select(db));
                         text_db = Some(db);
                     }
                     text.extend_from_slice(&bytes);

@@ -30,7 +30,7 @@ use resp::{Args, Limits, Protocol, ReplyWriter, RequestKind, RequestParser};
 
 use crate::client::ClientInfo;
 use crate::error::CmdError;
-use crate::registry::flags;
+use crate::registry::{flags, BusyAnswer};
 use crate::server::Server;
 use crate::stats::WorkerStats;
 
@@ -214,19 +214,12 @@ fn decide(server: &Server, args: Args<'_>, kind: u8) -> Action {
     if !entry.spec.has(flags::ALLOW_BUSY) {
         return Action::Reply(Err(crate::server::busy_error(kind)));
     }
-    let has = |w: &str| {
-        args.iter()
-            .skip(1)
-            .any(|a| a.eq_ignore_ascii_case(w.as_bytes()))
-    };
-    match entry.full_name.as_str() {
-        "script|kill" => Action::Reply(crate::cmd::scripting::kill(server, true)),
-        "function|kill" => Action::Reply(crate::cmd::scripting::kill(server, false)),
-        "function|stats" => Action::Stats,
-        // Redis: only SHUTDOWN NOSAVE while a script is busy; other forms get -BUSY.
-        "shutdown" if !has("nosave") => Action::Reply(Err(crate::server::busy_error(kind))),
-        "shutdown" if !has("save") && !has("abort") => Action::Shutdown,
-        _ => Action::Leave,
+    match entry.spec.on_busy.map(|f| f(server, args)) {
+        Some(BusyAnswer::Reply(r)) => Action::Reply(r),
+        Some(BusyAnswer::Refuse) => Action::Reply(Err(crate::server::busy_error(kind))),
+        Some(BusyAnswer::Stats) => Action::Stats,
+        Some(BusyAnswer::Shutdown) => Action::Shutdown,
+        Some(BusyAnswer::Wait) | None => Action::Leave,
     }
 }
 

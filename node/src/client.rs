@@ -223,6 +223,8 @@ pub struct Client {
     pub tracking: Option<ClientTracking>,
     /// Cluster mode: READONLY, ASKING and writes in flight.
     pub cluster: crate::cluster::route::ClusterConn,
+    /// What the running command declares it did ([`crate::effects`]).
+    pub fx: crate::effects::Effects,
 }
 
 /// A tracking client's own view of its options.
@@ -232,6 +234,9 @@ pub struct ClientTracking {
     pub opts: crate::tracking::Options,
     /// CLIENT CACHING YES/NO given for the next command.
     pub caching: bool,
+    /// Set by CLIENT CACHING at the top level: the connection keeps `caching` past that
+    /// command, for the one after it.
+    pub keep_caching: bool,
 }
 
 /// A client's pub/sub subscriptions and its mailbox.
@@ -349,6 +354,7 @@ impl Client {
             mailbox: None,
             tracking: None,
             cluster: Default::default(),
+            fx: Default::default(),
         }
     }
 

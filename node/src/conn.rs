@@ -1163,7 +1163,7 @@ fn prepare(
                     reg.entry(idx).full_name
                 )))
             } else if let Err(e) =
-                crate::evict::admit(server, stats, client, idx, spec, gate_held, parked)
+                crate::evict::admit(server, stats, client, spec, gate_held, parked)
             {
                 rejected();
                 Err(e)
@@ -1346,7 +1346,7 @@ fn run_now<'s>(
     }
     // CLIENT CACHING applies to the next command (or transaction) only.
     if let Some(t) = client.tracking.as_mut() {
-        if client.multi.is_none() && reg.entry(idx).full_name.as_str() != "client|caching" {
+        if client.multi.is_none() && !std::mem::take(&mut t.keep_caching) {
             t.caching = false;
         }
     }

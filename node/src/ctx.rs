@@ -121,6 +121,7 @@ impl<'a> Ctx<'a> {
     ) {
         if self.client.block_mode == BlockMode::NoBlock {
             on_timeout.write(self.out);
+            self.client.fx.nothing();
             return;
         }
         self.client.block_request = Some(BlockRequest {
@@ -138,6 +139,7 @@ impl<'a> Ctx<'a> {
     pub fn block_with(&mut self, req: BlockRequest) -> bool {
         if self.client.block_mode == BlockMode::NoBlock {
             req.on_timeout.write(self.out);
+            self.client.fx.nothing();
             return false;
         }
         self.client.block_request = Some(req);
@@ -145,8 +147,10 @@ impl<'a> Ctx<'a> {
     }
 
     /// Marks `key` in `db` as written (see [`note_key_written`]) for keys beyond the
-    /// command's own key arguments, which the dispatcher handles: MOVE's target database.
+    /// command's own key arguments, which the dispatcher handles: MOVE's and COPY's target
+    /// database. Also declared as an effect ([`crate::effects::Effects::wrote`]).
     pub fn touched(&mut self, db: usize, key: &[u8]) {
+        self.client.fx.wrote(db, key);
         note_key_written(self.server, self.client, db, key);
     }
 
@@ -270,7 +274,10 @@ fn run_logged(
     args: Args<'_>,
     spec: &CommandSpec,
 ) -> Result<CmdResult, CmdError> {
-    let aof = crate::aof::begin(ctx.server, &mut ctx.now, spec, ctx.out.len())?;
+    let aof = crate::aof::begin(ctx.server, &mut ctx.now, spec)?;
+    if aof.as_ref().is_some_and(|s| s.records()) {
+        ctx.client.fx.start();
+    }
     let r = run_handler(ctx, args, spec);
     if let Some(scope) = aof {
         crate::aof::end(ctx, scope, idx, args, r.is_ok());
@@ -308,7 +315,7 @@ fn note_tracked_read(server: &Server, client: &Client, spec: &CommandSpec, args:
         }
         return;
     }
-    if matches!(spec.name, "eval_ro" | "evalsha_ro" | "fcall_ro") {
+    if spec.group == crate::registry::Group::Scripting {
         return;
     }
     let keys = spec.key_positions(args);

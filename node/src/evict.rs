@@ -492,7 +492,6 @@ pub fn admit(
     server: &Server,
     stats: &WorkerStats,
     client: &Client,
-    idx: usize,
     spec: &CommandSpec,
     gate_held: bool,
     parked: &Parked<'_>,
@@ -502,14 +501,13 @@ pub fn admit(
     }
     // Eviction locks shards: the one a batch keeps goes first.
     parked.release();
-    admit_slow(server, stats, client, idx, spec, gate_held)
+    admit_slow(server, stats, client, spec, gate_held)
 }
 
 fn admit_slow(
     server: &Server,
     stats: &WorkerStats,
     client: &Client,
-    idx: usize,
     spec: &CommandSpec,
     gate_held: bool,
 ) -> Result<(), CmdError> {
@@ -532,7 +530,7 @@ fn admit_slow(
         drop(gate);
         o
     };
-    if outcome == Outcome::Fail && rejects_on_oom(server, client, idx, spec) {
+    if outcome == Outcome::Fail && rejects_on_oom(server, client, spec) {
         return Err(oom_error());
     }
     Ok(())
@@ -541,22 +539,21 @@ fn admit_slow(
 /// True when a command is refused while memory cannot be freed: DENYOOM commands, EXEC of
 /// a transaction holding one, and anything but EXEC / DISCARD / QUIT / RESET while a
 /// transaction is being queued.
-fn rejects_on_oom(server: &Server, client: &Client, idx: usize, spec: &CommandSpec) -> bool {
+fn rejects_on_oom(server: &Server, client: &Client, spec: &CommandSpec) -> bool {
     if spec.has(flags::DENYOOM) {
         return true;
     }
-    let reg = &server.registry;
-    let name = reg.entry(idx).full_name.as_str();
     let Some(m) = client.multi.as_ref() else {
         return false;
     };
-    if name == "exec" {
+    if spec.has(flags::RUNS_QUEUED) {
+        let reg = &server.registry;
         return m
             .queued
             .iter()
             .any(|q| reg.entry(q.cmd_index).spec.has(flags::DENYOOM));
     }
-    !matches!(name, "discard" | "quit" | "reset")
+    !spec.has(flags::OOM_OK_IN_MULTI)
 }
 
 /// For scripts: true when memory is over `maxmemory` and nothing could be evicted, so a

@@ -8,6 +8,7 @@
 //! - [`registry`]: the static command table ([`registry::CommandSpec`]) used for dispatch,
 //!   arity, COMMAND, key positions and statistics.
 //! - [`cmd`]: command families, one file each, each exporting its `COMMANDS` table.
+//! - [`effects`]: what a write did, declared by its handler (SPOP as SREM ...), for the AOF.
 //! - [`blocking`]: clients blocked on keys (BLPOP ...), served by the writer's thread.
 //! - [`busy`]: `-BUSY` (and SCRIPT KILL) for the connections beside a busy script.
 //! - [`pubsub`]: channels, patterns and mailboxes.
@@ -32,6 +33,7 @@ pub mod cmd;
 pub mod config;
 pub mod conn;
 pub mod ctx;
+pub mod effects;
 pub mod error;
 pub mod evict;
 pub mod notify;

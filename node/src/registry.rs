@@ -5,11 +5,11 @@
 use std::collections::HashMap;
 
 use foldhash::fast::RandomState;
-
 use resp::Args;
 
 use crate::ctx::Ctx;
 use crate::error::CmdResult;
+use crate::server::Server;
 
 /// A command handler: parses `args` (args[0] is the command name), does the work and
 /// writes the reply through `ctx.out`.
@@ -66,6 +66,15 @@ pub mod flags {
     /// Not for commands that only test or replace a value: bytes nobody reads cost more
     /// to load than the lookup saves (SETNX measured 24% more CPU per command).
     pub const PREFETCH_VALUE: u32 = 1 << 21;
+    /// Internal: a write of server state outside the keyspace (the function libraries):
+    /// an AOF rewrite keeps it whatever part of the keyspace it has walked.
+    pub const OUTSIDE_KEYSPACE: u32 = 1 << 22;
+    /// Internal: runs the client's queued transaction (EXEC): whether it writes or may
+    /// grow memory is decided by the commands queued.
+    pub const RUNS_QUEUED: u32 = 1 << 23;
+    /// Internal: accepted while a transaction is being queued even when memory is full and
+    /// nothing can be evicted (EXEC, DISCARD, QUIT, RESET, as Redis's processCommand).
+    pub const OOM_OK_IN_MULTI: u32 = 1 << 24;
 
     /// (flag, name) pairs in COMMAND INFO order.
     pub const NAMES: &[(u32, &str)] = &[
@@ -182,6 +191,87 @@ pub struct CommandSpec {
     pub extra_keys: Option<fn(&resp::Args<'_>) -> Vec<usize>>,
     /// Data-type ACL categories replacing the group's (SORT: set, sortedset, list).
     pub categories: Option<&'static [&'static str]>,
+    /// For a command whose flags do not say whether a call writes (scripts and functions:
+    /// their shebang or library flags do): whether this call may write (CLIENT PAUSE
+    /// WRITE, cluster routing). None: `WRITE` or `MAY_REPLICATE` decide.
+    pub may_write: Option<fn(&Server, Args<'_>) -> bool>,
+    /// What the command does when it arrives while a script or function is busy on its
+    /// worker (see [`crate::busy`]); None: it waits for the script, or gets `-BUSY`
+    /// unless ALLOW_BUSY.
+    pub on_busy: Option<fn(&Server, Args<'_>) -> BusyAnswer>,
+    /// How cluster mode routes the command ([`crate::cluster::route`]).
+    pub route: ClusterRoute,
+    /// Where a blocking command's timeout is, for cluster mode's blocking writes.
+    pub timeout: Timeout,
+    /// What cluster mode proposes for a write not proposed as sent (EVALSHA: the EVAL of
+    /// its body; FCALL: the call with its library's code). None: the arguments.
+    pub propose_as: Option<ProposeAs>,
+}
+
+/// A command's [`CommandSpec::propose_as`] hook.
+pub type ProposeAs = fn(&Server, Args<'_>) -> Result<Proposal, crate::error::CmdError>;
+
+/// How cluster mode routes a command ([`CommandSpec::route`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ClusterRoute {
+    /// By its keys (the default): a write is proposed to the group of their slot, a read
+    /// is served by that group's leader; a command without keys runs here.
+    Keys,
+    /// As `Keys`, after waiting a moment for the function its first argument names to be
+    /// loaded on this node (FUNCTION LOAD reaches the other nodes a heartbeat later).
+    NamedFunction,
+    /// Runs on this node (CLUSTER subcommands).
+    Here,
+    /// Proposed to the metadata group and applied by every node (CLUSTER JOIN, FUNCTION
+    /// LOAD ...).
+    Meta,
+    /// Proposed to every group this node leads, answered once all applied it (FLUSHALL).
+    LedGroups,
+    /// Only database 0 exists (SELECT).
+    DbZeroOnly,
+    /// Starts a cluster-wide watch of its keys with their group's leader (WATCH).
+    Watch,
+    /// Ends the connection's cluster watch, then runs here (UNWATCH, DISCARD, RESET).
+    EndWatch,
+    /// Proposes the queued transaction as one entry (EXEC).
+    Transaction,
+}
+
+/// Where a blocking command's timeout argument is ([`CommandSpec::timeout`]).
+#[derive(Clone, Copy)]
+pub enum Timeout {
+    /// Not a blocking command.
+    None,
+    /// The last argument, in seconds (BLPOP, BRPOPLPUSH ...).
+    LastSecs,
+    /// Argument `n`, in seconds (BLMPOP, BZMPOP).
+    ArgSecs(usize),
+    /// A `BLOCK <ms>` option (XREAD, XREADGROUP): the function gives its position (None
+    /// when the call has none, and does not block).
+    MsOption(fn(Args<'_>) -> Option<usize>),
+}
+
+/// What cluster mode proposes for a write ([`CommandSpec::propose_as`]).
+pub enum Proposal {
+    /// These arguments instead of the client's.
+    Command(Vec<Vec<u8>>),
+    /// The client's arguments with the code of the library of the function they call, so
+    /// every replica runs the function from the same code.
+    WithLibrary(Vec<u8>),
+}
+
+/// What a command arriving beside a busy script asks for ([`CommandSpec::on_busy`]).
+pub enum BusyAnswer {
+    /// Answered at once with this result.
+    Reply(CmdResult),
+    /// Refused with `-BUSY`.
+    Refuse,
+    /// Answered with FUNCTION STATS of the running script.
+    Stats,
+    /// The server shuts down without saving (SHUTDOWN NOSAVE).
+    Shutdown,
+    /// Left for after the script, as any other command.
+    Wait,
 }
 
 impl CommandSpec {
@@ -209,6 +299,11 @@ impl CommandSpec {
             subcommands: &[],
             extra_keys: None,
             categories: None,
+            may_write: None,
+            on_busy: None,
+            route: ClusterRoute::Keys,
+            timeout: Timeout::None,
+            propose_as: None,
         }
     }
 
@@ -233,6 +328,11 @@ impl CommandSpec {
             subcommands,
             extra_keys: None,
             categories: None,
+            may_write: None,
+            on_busy: None,
+            route: ClusterRoute::Keys,
+            timeout: Timeout::None,
+            propose_as: None,
         }
     }
 
@@ -258,6 +358,36 @@ impl CommandSpec {
     /// Replaces the data-type ACL categories of the group (`dangerous` may be included).
     pub const fn categories(mut self, c: &'static [&'static str]) -> Self {
         self.categories = Some(c);
+        self
+    }
+
+    /// Declares how a call decides whether it may write ([`CommandSpec::may_write`]).
+    pub const fn writes_if(mut self, f: fn(&Server, Args<'_>) -> bool) -> Self {
+        self.may_write = Some(f);
+        self
+    }
+
+    /// Declares what the command does beside a busy script ([`CommandSpec::on_busy`]).
+    pub const fn when_busy(mut self, f: fn(&Server, Args<'_>) -> BusyAnswer) -> Self {
+        self.on_busy = Some(f);
+        self
+    }
+
+    /// Declares how cluster mode routes the command ([`CommandSpec::route`]).
+    pub const fn routed(mut self, r: ClusterRoute) -> Self {
+        self.route = r;
+        self
+    }
+
+    /// Declares where a blocking command's timeout is ([`CommandSpec::timeout`]).
+    pub const fn timeout_at(mut self, t: Timeout) -> Self {
+        self.timeout = t;
+        self
+    }
+
+    /// Declares what cluster mode proposes for it ([`CommandSpec::propose_as`]).
+    pub const fn proposed_as(mut self, f: ProposeAs) -> Self {
+        self.propose_as = Some(f);
         self
     }
 
@@ -538,6 +668,12 @@ impl Registry {
             .ok_or(Unresolved::UnknownSubcommand(idx))
     }
 
+    /// The first command (or subcommand) whose spec satisfies `pred`: how a subsystem finds
+    /// a command by what it declares, never by its name.
+    pub fn find(&self, pred: impl Fn(&CommandSpec) -> bool) -> Option<usize> {
+        self.entries.iter().position(|e| pred(e.spec))
+    }
+
     /// The entry at `idx`.
     pub fn entry(&self, idx: usize) -> &Entry {
         &self.entries[idx]
@@ -583,6 +719,21 @@ pub(crate) mod tests {
     use resp::Args;
 
     /// Splits `line` on spaces into (data, spans) for building [`Args`] in tests.
+    #[test]
+    fn every_blocking_command_declares_its_timeout() {
+        let reg = super::Registry::new(&crate::cmd::families());
+        for i in 0..reg.len() {
+            let e = reg.entry(i);
+            if e.spec.has(super::flags::BLOCKING) {
+                assert!(
+                    !matches!(e.spec.timeout, super::Timeout::None),
+                    "{} blocks but declares no timeout",
+                    e.full_name
+                );
+            }
+        }
+    }
+
     #[test]
     fn lookup_any_case_and_only_exact_names() {
         let reg = super::Registry::new(&crate::cmd::families());

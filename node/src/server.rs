@@ -86,14 +86,11 @@ pub const BUSY_FUNCTION: u8 = 2;
 /// The `-BUSY` error a command gets while a script ([`BUSY_SCRIPT`]) or function runs past
 /// `busy-reply-threshold`.
 pub fn busy_error(kind: u8) -> CmdError {
-    let what = if kind == BUSY_FUNCTION {
-        "FUNCTION"
+    CmdError::raw(if kind == BUSY_FUNCTION {
+        "BUSY Redis is busy running a script. You can only call FUNCTION KILL or SHUTDOWN NOSAVE."
     } else {
-        "SCRIPT"
-    };
-    CmdError::raw(format!(
-        "BUSY Redis is busy running a script. You can only call {what} KILL or SHUTDOWN NOSAVE."
-    ))
+        "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE."
+    })
 }
 
 /// CLIENT PAUSE state.
@@ -182,8 +179,8 @@ pub fn pause_writes(
     idx: usize,
     args: Args<'_>,
 ) -> bool {
-    let entry = server.registry.entry(idx);
-    if entry.full_name == "exec" {
+    let spec = server.registry.entry(idx).spec;
+    if spec.has(flags::RUNS_QUEUED) {
         return client.multi.as_ref().is_some_and(|m| {
             m.queued
                 .iter()
@@ -193,15 +190,15 @@ pub fn pause_writes(
     command_writes(server, idx, args)
 }
 
-/// [`pause_writes`] for one command.
-fn command_writes(server: &Server, idx: usize, args: Args<'_>) -> bool {
-    let entry = server.registry.entry(idx);
-    match entry.full_name.as_str() {
-        name @ ("eval" | "evalsha" | "fcall") => {
-            crate::cmd::scripting::may_write(server, name, args)
-        }
-        "eval_ro" | "evalsha_ro" | "fcall_ro" => false,
-        _ => entry.spec.has(flags::WRITE) || entry.spec.has(flags::MAY_REPLICATE),
+/// [`pause_writes`] for one command: what its spec says, or its [`may_write`] hook
+/// (scripts, by their flags).
+///
+/// [`may_write`]: crate::registry::CommandSpec::may_write
+pub fn command_writes(server: &Server, idx: usize, args: Args<'_>) -> bool {
+    let spec = server.registry.entry(idx).spec;
+    match spec.may_write {
+        Some(f) => f(server, args),
+        None => spec.has(flags::WRITE) || spec.has(flags::MAY_REPLICATE),
     }
 }
 

@@ -107,15 +107,6 @@ impl KeyWaiters {
     }
 }
 
-/// The blocking pops cluster mode serves, and where their timeout argument is.
-pub fn timeout_arg(name: &str, argc: usize) -> Option<usize> {
-    match name {
-        "blpop" | "brpop" | "bzpopmin" | "bzpopmax" | "brpoplpush" | "blmove" => Some(argc - 1),
-        "blmpop" | "bzmpop" => Some(1),
-        _ => None,
-    }
-}
-
 /// The deadline of a BLOCK argument in milliseconds (`0`: none); `None` when it does not
 /// parse.
 pub fn deadline_ms(arg: &[u8]) -> Option<Option<Instant>> {
@@ -195,9 +186,6 @@ mod tests {
 
     #[test]
     fn timeouts_and_nils() {
-        assert_eq!(timeout_arg("blpop", 4), Some(3));
-        assert_eq!(timeout_arg("bzmpop", 5), Some(1));
-        assert_eq!(timeout_arg("xreadgroup", 9), None);
         assert_eq!(deadline(b"0"), Some(None));
         assert!(deadline(b"0.5").unwrap().is_some());
         assert_eq!(deadline(b"-1"), None);

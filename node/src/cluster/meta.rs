@@ -315,23 +315,19 @@ impl MetaStateMachine {
         }
     }
 
-    /// Applies a FUNCTION write on the node, as a data group applies a command. FUNCTION
-    /// LOAD of a library already loaded with the same code answers its name: a cluster
-    /// client sends it to every master, and each of them proposes it.
-    fn apply_function(&self, command: &[u8], args: Args<'_>, time_ns: u64, seed: u64) -> Bytes {
-        let Some(server) = self.server.as_ref().and_then(Weak::upgrade) else {
-            return err("ERR no server");
-        };
-        if args.len() == 3 && args.arg(1).eq_ignore_ascii_case(b"load") {
-            let code = args.arg(2);
-            if let Ok((_, _, Some(name))) = crate::script::parse_shebang(code, true) {
-                let store = server.scripting.func.lock();
-                if store.libraries.get(&name).is_some_and(|l| l.code == code) {
-                    return Bytes::from(format!("${}\r\n{name}\r\n", name.len()));
-                }
-            }
-        }
-        super::run_at(&server, command, time_ns, seed)
+    /// Applies a client command the router sent through this group (FUNCTION writes) on
+    /// the node, as a data group applies a command; None when `args` names no command (or
+    /// the group runs without a node, in tests): one of the group's own verbs.
+    fn apply_client_command(
+        &self,
+        command: &[u8],
+        args: Args<'_>,
+        time_ns: u64,
+        seed: u64,
+    ) -> Option<Bytes> {
+        let server = self.server.as_ref().and_then(Weak::upgrade)?;
+        server.registry.resolve(&args).ok()?;
+        Some(super::run_at(&server, command, time_ns, seed))
     }
 
     /// The node's function libraries as FUNCTION DUMP's payload (empty without a server).
@@ -358,8 +354,8 @@ impl MetaStateMachine {
         let args = Args::new(command, &spans);
         let arg = |i: usize| (i < args.len()).then(|| args.arg(i));
         let number = |i: usize| -> Option<u64> { std::str::from_utf8(arg(i)?).ok()?.parse().ok() };
-        if args.arg(0).eq_ignore_ascii_case(b"function") {
-            return self.apply_function(command, args, time_ns, seed);
+        if let Some(reply) = self.apply_client_command(command, args, time_ns, seed) {
+            return reply;
         }
         match args.arg(0) {
             b"INIT" if args.len() == 2 => {

@@ -711,9 +711,13 @@ impl Cluster {
     /// Runs a cluster-changing client command (`CLUSTER JOIN`, `CLUSTER FORGET`, FUNCTION
     /// LOAD / DELETE / FLUSH / RESTORE) through the metadata group: proposed here when this node leads it, else sent to its leader
     /// as the same client command. The reply's RESP bytes, or an error's text.
-    pub async fn meta_command(&self, client_args: Vec<Vec<u8>>) -> Result<Bytes, String> {
+    pub async fn meta_command(
+        &self,
+        client_args: Vec<Vec<u8>>,
+        cluster_verb: bool,
+    ) -> Result<Bytes, String> {
         let meta = self.handle(GroupId::META).ok_or("no metadata group here")?;
-        let command = self.meta_entry(&client_args)?;
+        let command = self.meta_entry(&client_args, cluster_verb)?;
         let deadline = Instant::now() + self.op_timeout;
         loop {
             let request = Request::new(command.clone(), storage::clock::now_ns(), 0);
@@ -752,13 +756,11 @@ impl Cluster {
         }
     }
 
-    /// The metadata entry of a cluster-changing client command (FUNCTION writes go as
-    /// they are).
-    fn meta_entry(&self, args: &[Vec<u8>]) -> Result<Bytes, String> {
-        if args
-            .first()
-            .is_some_and(|a| a.eq_ignore_ascii_case(b"function"))
-        {
+    /// The metadata entry of a client command routed through the metadata group: a
+    /// `cluster_verb` (CLUSTER JOIN / FORGET) becomes the group's own verb; any other
+    /// (FUNCTION writes) goes as it is.
+    fn meta_entry(&self, args: &[Vec<u8>], cluster_verb: bool) -> Result<Bytes, String> {
+        if !cluster_verb {
             return Ok(super::encode_command(args));
         }
         let sub = args

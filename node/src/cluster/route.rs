@@ -34,7 +34,7 @@ use super::node::{Cluster, ReadCheck};
 use super::watch::{bucket, ClusterWatch, Touches};
 use crate::client::{Client, ReplyMode};
 use crate::error::{CmdError, CmdResult};
-use crate::registry::{flags, CommandSpec, Group};
+use crate::registry::{flags, ClusterRoute, CommandSpec, Group, Proposal as Proposed, Timeout};
 use crate::server::Server;
 
 /// A write to propose, led here when it was routed; its reply is not in yet.
@@ -76,6 +76,10 @@ pub struct ClusterConn {
     /// On the client that applies a data group's log entry: that group's slots, the only
     /// keys a script the entry runs may touch ([`super::script_keys`]).
     pub applying: Option<std::ops::RangeInclusive<u16>>,
+    /// On a client that applies entries of a Raft log: every node (each master, for
+    /// FUNCTION LOAD) may have proposed the same command, so a command may answer a
+    /// repeat as done.
+    pub from_log: bool,
 }
 
 /// What the router decided.
@@ -192,9 +196,10 @@ pub(crate) fn redirect_now(cl: &Cluster, spec: &CommandSpec, args: Args<'_>) -> 
     (!lead.is_me).then(|| moved(cl, slot, lead.leader))
 }
 
-/// Scripts that may write, proposed like writes.
-fn is_script_write(name: &str) -> bool {
-    matches!(name, "eval" | "evalsha" | "fcall")
+/// Commands that decide per call whether they write (scripts, by their flags): proposed
+/// like writes, whatever they touch.
+fn is_script_write(spec: &CommandSpec) -> bool {
+    spec.may_write.is_some()
 }
 
 /// Decides where the command runs; proposes it when it is a write led here.
@@ -211,21 +216,13 @@ pub(crate) async fn route(
 ) -> Routed {
     let name = server.registry.entry(idx).full_name.as_str();
     let asking = std::mem::take(&mut client.cluster.asking);
-    let through_meta = matches!(
-        name,
-        "cluster|join"
-            | "cluster|forget"
-            | "function|load"
-            | "function|delete"
-            | "function|flush"
-            | "function|restore"
-    );
-    if through_meta || spec.group == Group::Cluster {
-        if through_meta {
+    match spec.route {
+        ClusterRoute::Meta => {
             drain(client, out).await;
             *mark = out.len();
             let args: Vec<Vec<u8>> = (0..args.len()).map(|i| args.arg(i).to_vec()).collect();
-            return Routed::Done(match cl.meta_command(args).await {
+            let cluster_verb = spec.group == Group::Cluster;
+            return Routed::Done(match cl.meta_command(args, cluster_verb).await {
                 Ok(reply) => {
                     out.buffer_mut().extend_from_slice(&reply);
                     Ok(())
@@ -233,37 +230,36 @@ pub(crate) async fn route(
                 Err(e) => Err(CmdError::raw(e)),
             });
         }
-        return Routed::Local;
-    }
-    if name == "select" && args.arg(1) != b"0" {
-        return Routed::Done(Err(CmdError::err("SELECT is not allowed in cluster mode")));
-    }
-    if name == "watch" {
-        return Routed::Done(route_watch(cl, server, client, out, args, mark).await);
-    }
-    if matches!(name, "unwatch" | "discard" | "reset") {
-        client.cluster.watch = None;
-        return Routed::Local;
-    }
-    if name == "exec" {
-        let watch = client.cluster.watch.take();
-        if client.multi.as_ref().is_some_and(|m| !m.dirty) {
-            return route_exec(cl, server, client, out, watch, mark).await;
+        _ if spec.group == Group::Cluster => return Routed::Local,
+        ClusterRoute::DbZeroOnly if args.arg(1) != b"0" => {
+            return Routed::Done(Err(CmdError::err("SELECT is not allowed in cluster mode")));
         }
-        return Routed::Local;
-    }
-    if matches!(name, "fcall" | "fcall_ro") {
-        wait_for_function(server, args.arg(1)).await;
+        ClusterRoute::Watch => {
+            return Routed::Done(route_watch(cl, server, client, out, args, mark).await);
+        }
+        ClusterRoute::EndWatch => {
+            client.cluster.watch = None;
+            return Routed::Local;
+        }
+        ClusterRoute::Transaction => {
+            let watch = client.cluster.watch.take();
+            if client.multi.as_ref().is_some_and(|m| !m.dirty) {
+                return route_exec(cl, server, client, out, watch, mark).await;
+            }
+            return Routed::Local;
+        }
+        ClusterRoute::NamedFunction => wait_for_function(server, args.arg(1)).await,
+        _ => {}
     }
     let keys = spec.key_positions(&args);
-    let write = spec.has(flags::WRITE) || is_script_write(name);
+    let write = spec.has(flags::WRITE) || is_script_write(spec);
     let Some((&first, rest)) = keys.split_first() else {
         // A script without keys has no group: it runs here, and every key is non local
         // to it (`super::script_keys`), so it changes nothing any group holds.
-        if !write || is_script_write(name) {
+        if !write || is_script_write(spec) {
             return Routed::Local;
         }
-        if matches!(name, "flushall" | "flushdb") {
+        if spec.route == ClusterRoute::LedGroups {
             drain(client, out).await;
             *mark = out.len();
             return Routed::Done(flush_led_groups(cl, out, args).await);
@@ -280,20 +276,17 @@ pub(crate) async fn route(
     // A blocking write's timeout: (argument, in milliseconds?). Pops take seconds;
     // XREADGROUP blocks only with a BLOCK option (before STREAMS). XREAD ... BLOCK is a
     // read: it blocks on this node's keyspace, served by the writes this node applies.
-    let mut wait_arg = None;
-    if spec.has(flags::BLOCKING) {
-        if let Some(t) = super::block::timeout_arg(name, args.len()) {
-            wait_arg = Some((t, false));
-        } else if name.starts_with("xread") {
-            wait_arg = crate::cmd::streams::xread_options(args.len(), |i| args.arg(i))
-                .block
-                .map(|t| (t, true));
-        } else {
+    let wait_arg = match spec.timeout {
+        Timeout::None if spec.has(flags::BLOCKING) => {
             return Routed::Done(Err(CmdError::err(format!(
                 "blocking command '{name}' is not supported in Ember cluster mode yet"
             ))));
         }
-    }
+        Timeout::None => None,
+        Timeout::LastSecs => Some((args.len() - 1, false)),
+        Timeout::ArgSecs(at) => Some((at, false)),
+        Timeout::MsOption(find) => find(args).map(|at| (at, true)),
+    };
     let g = cl.slot_group(slot);
     let lead = cl.leadership(g);
     let Some(h) = cl.handle(g) else {
@@ -303,11 +296,11 @@ pub(crate) async fn route(
         if !lead.is_me {
             return Routed::Done(Err(moved(cl, slot, lead.leader)));
         }
-        let command = match script_body(server, name, args) {
+        let command = match proposal(server, spec, args) {
             Ok(c) => c,
             Err(e) => return Routed::Done(Err(e)),
         };
-        let touches = if is_script_write(name) {
+        let touches = if is_script_write(spec) {
             Touches::Any
         } else {
             Touches::Buckets(keys.iter().map(|&p| bucket(args.arg(p))).collect())
@@ -426,37 +419,15 @@ async fn wait_for_function(server: &Server, name: &[u8]) {
     }
 }
 
-/// The command to propose: `args` as sent, except EVALSHA, which becomes EVAL of the
-/// cached body (replicas need not have loaded the script), and FCALL, which carries its
-/// library's code ([`super::encode_fcall`]).
-fn script_body(server: &Server, name: &str, args: Args<'_>) -> Result<Bytes, CmdError> {
+/// The command to propose: `args` as sent, or what the command's spec says
+/// ([`CommandSpec::propose_as`]: EVALSHA as the EVAL of its body, FCALL with its library's
+/// code, [`super::encode_fcall`]).
+fn proposal(server: &Server, spec: &CommandSpec, args: Args<'_>) -> Result<Bytes, CmdError> {
     let all: Vec<&[u8]> = args.iter().collect();
-    if name == "fcall" {
-        return match crate::cmd::scripting::function_code(server, args.arg(1)) {
-            Some(code) => Ok(super::encode_fcall(&code, &all)),
-            None => Err(CmdError::err("Function not found")),
-        };
-    }
-    if name != "evalsha" {
-        return Ok(super::encode_command(&all));
-    }
-    let sha = String::from_utf8_lossy(args.arg(1)).to_ascii_lowercase();
-    let body = server
-        .scripting
-        .eval
-        .lock()
-        .scripts
-        .get(&sha)
-        .map(|s| s.body.clone());
-    match body {
-        Some(b) => {
-            let mut v: Vec<&[u8]> = vec![b"EVAL", &b];
-            v.extend_from_slice(&all[2..]);
-            Ok(super::encode_command(&v))
-        }
-        None => Err(CmdError::raw(
-            "NOSCRIPT No matching script. Please use EVAL.",
-        )),
+    match spec.propose_as.map(|f| f(server, args)).transpose()? {
+        None => Ok(super::encode_command(&all)),
+        Some(Proposed::Command(v)) => Ok(super::encode_command(&v)),
+        Some(Proposed::WithLibrary(code)) => Ok(super::encode_fcall(&code, &all)),
     }
 }
 
@@ -615,13 +586,14 @@ async fn route_exec(
                     entry.full_name
                 )));
             }
-            any |= is_script_write(&entry.full_name);
-            if entry.full_name == "fcall" {
-                error.get_or_insert(CmdError::err(
-                    "FCALL inside MULTI is not supported in Ember cluster mode yet",
-                ));
+            any |= is_script_write(entry.spec);
+            if entry.spec.route == ClusterRoute::NamedFunction && entry.spec.propose_as.is_some() {
+                error.get_or_insert(CmdError::err(format!(
+                    "{} inside MULTI is not supported in Ember cluster mode yet",
+                    entry.full_name.to_ascii_uppercase()
+                )));
             }
-            match script_body(server, &entry.full_name, args) {
+            match proposal(server, entry.spec, args) {
                 Ok(c) => commands.push(c),
                 Err(e) => {
                     error.get_or_insert(e);

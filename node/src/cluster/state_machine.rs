@@ -45,7 +45,7 @@ use storage::rdb::{self, Loaded, Writer};
 use crate::client::{BlockMode, Client, ClientInfo};
 use crate::ctx::{run_command, CmdRng, Ctx};
 use crate::error::CmdError;
-use crate::registry::flags;
+use crate::registry::{flags, ClusterRoute};
 use crate::server::Server;
 
 /// One key as a group snapshot holds it: the key and its RDB encoding (expiry, tags,
@@ -267,6 +267,7 @@ fn apply_client(group: Option<RangeInclusive<u16>>) -> Client {
     let mut client = Client::new(Arc::new(ClientInfo::new(0, addr, addr, -1)), true);
     client.block_mode = BlockMode::NoBlock;
     client.cluster.applying = group;
+    client.cluster.from_log = true;
     client
 }
 
@@ -306,7 +307,7 @@ fn execute_on(
             };
             match functions {
                 Some(store) => {
-                    let ro = reg.entry(idx).full_name == "fcall_ro";
+                    let ro = reg.entry(idx).spec.has(flags::READONLY);
                     crate::cmd::scripting::fcall_in(&mut ctx, args, ro, store)
                 }
                 None => run_command(&mut ctx, idx, args),
@@ -342,6 +343,12 @@ impl ClusterStateMachine {
         self.apply_as(command, time_ns, seed, Protocol::Resp2)
     }
 
+    /// How cluster mode routes the command `args` names (None: no such command).
+    fn route_of(&self, args: Args<'_>) -> Option<ClusterRoute> {
+        let reg = &self.server.registry;
+        reg.resolve(&args).ok().map(|idx| reg.entry(idx).spec.route)
+    }
+
     /// [`Self::apply_one`] of an unwrapped command, answering in `protocol`.
     fn apply_as(&mut self, command: &[u8], time_ns: u64, seed: u64, protocol: Protocol) -> Bytes {
         let mut spans = Vec::new();
@@ -349,8 +356,7 @@ impl ClusterStateMachine {
             let args = Args::new(command, &spans);
             // FLUSHALL / FLUSHDB in a group empty the group's slots (cluster mode uses
             // database 0 only).
-            if (args.arg(0).eq_ignore_ascii_case(b"flushall")
-                || args.arg(0).eq_ignore_ascii_case(b"flushdb"))
+            if self.route_of(args) == Some(ClusterRoute::LedGroups)
                 && (args.len() == 1
                     || (args.len() == 2
                         && (args.arg(1).eq_ignore_ascii_case(b"async")
@@ -394,8 +400,7 @@ impl ClusterStateMachine {
         let mut out = ReplyWriter::new(protocol);
         let code = Args::new(command, spans).arg(1);
         let call = Args::new(command, &spans[2..]);
-        let is_fcall = call.arg(0).eq_ignore_ascii_case(b"fcall")
-            || call.arg(0).eq_ignore_ascii_case(b"fcall_ro");
+        let is_fcall = self.route_of(call) == Some(ClusterRoute::NamedFunction);
         if !is_fcall {
             out.error("ERR Protocol error: a replicated FCALL entry holds no FCALL");
         } else if let Some(e) = self.refusal(call) {
@@ -466,8 +471,13 @@ impl ClusterStateMachine {
             queued,
             dirty: false,
         });
-        let exec: [&[u8]; 1] = [b"EXEC"];
-        let exec = encode_command(&exec);
+        // Run by the command that runs a client's queued transaction (EXEC).
+        let reg = &self.server.registry;
+        let Some(exec) = reg.find(|spec| spec.has(flags::RUNS_QUEUED)) else {
+            out.error("ERR no transaction command");
+            return Bytes::copy_from_slice(out.buffer());
+        };
+        let exec = encode_command(&[reg.entry(exec).full_name.as_bytes()]);
         let mut spans = Vec::new();
         if decode(&exec, &mut spans).is_ok() {
             execute_on(

@@ -26,7 +26,7 @@ use crate::cluster::Cluster;
 
 use crate::ctx::Ctx;
 use crate::error::{CmdError, CmdResult};
-use crate::registry::{flags::*, CommandSpec, Group};
+use crate::registry::{flags::*, ClusterRoute, CommandSpec, Group};
 
 const G: Group = Group::Cluster;
 
@@ -108,7 +108,8 @@ static CLUSTER: &[CommandSpec] = &[
         CHANGE,
         "Remove a node from the nodes table",
         through_meta,
-    ),
+    )
+    .routed(ClusterRoute::Meta),
     real(
         "getkeysinslot",
         4,
@@ -135,7 +136,8 @@ static CLUSTER: &[CommandSpec] = &[
         CHANGE,
         "Add the node at ip port bus-port to the cluster and return its id (Ember)",
         through_meta,
-    ),
+    )
+    .routed(ClusterRoute::Meta),
     real(
         "keyslot",
         3,

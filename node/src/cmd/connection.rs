@@ -9,7 +9,7 @@ use crate::client::{ClientInfo, ReplyMode};
 use crate::cmd::util::{is, parse_i64, parse_i64_or, reply_help};
 use crate::ctx::Ctx;
 use crate::error::{CmdError, CmdResult};
-use crate::registry::{flags::*, CommandSpec, Group};
+use crate::registry::{flags::*, ClusterRoute, CommandSpec, Group};
 use crate::server::Server;
 
 /// The Redis version whose behaviour Ember reports (HELLO, INFO redis_version).
@@ -41,11 +41,20 @@ pub static COMMANDS: &[CommandSpec] = &[
     )
     .doc("Authenticates the connection.", "1.0.0"),
     CommandSpec::new("select", 2, LOADING | STALE | FAST, (0, 0, 0), C, select)
-        .doc("Changes the selected database.", "1.0.0"),
+        .doc("Changes the selected database.", "1.0.0")
+        .routed(ClusterRoute::DbZeroOnly),
     CommandSpec::new(
         "quit",
         -1,
-        NOSCRIPT | LOADING | STALE | FAST | NO_AUTH | ALLOW_BUSY | TX_CONTROL | SUB_OK,
+        NOSCRIPT
+            | LOADING
+            | STALE
+            | FAST
+            | NO_AUTH
+            | ALLOW_BUSY
+            | TX_CONTROL
+            | SUB_OK
+            | OOM_OK_IN_MULTI,
         (0, 0, 0),
         C,
         quit,
@@ -54,12 +63,21 @@ pub static COMMANDS: &[CommandSpec] = &[
     CommandSpec::new(
         "reset",
         1,
-        NOSCRIPT | LOADING | STALE | FAST | NO_AUTH | ALLOW_BUSY | TX_CONTROL | SUB_OK,
+        NOSCRIPT
+            | LOADING
+            | STALE
+            | FAST
+            | NO_AUTH
+            | ALLOW_BUSY
+            | TX_CONTROL
+            | SUB_OK
+            | OOM_OK_IN_MULTI,
         (0, 0, 0),
         C,
         reset,
     )
-    .doc("Resets the connection.", "6.2.0"),
+    .doc("Resets the connection.", "6.2.0")
+    .routed(ClusterRoute::EndWatch),
     CommandSpec::container("client", C, CLIENT_SUBCOMMANDS)
         .doc("A container for client connection commands.", "2.4.0"),
 ];
@@ -641,12 +659,20 @@ fn client_tracking(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
     ctx.client.tracking = Some(crate::client::ClientTracking {
         opts: o,
         caching: false,
+        keep_caching: false,
     });
     ctx.out.ok();
     Ok(())
 }
 
 fn client_caching(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
+    // Whatever it answers, the command after it keeps CLIENT CACHING's setting (Redis
+    // clears it after any other top-level command); inside EXEC it applies to the rest of
+    // the transaction only.
+    let top_level = ctx.client.block_mode != crate::client::BlockMode::NoBlock;
+    if let Some(t) = ctx.client.tracking.as_mut() {
+        t.keep_caching = top_level;
+    }
     let Some(t) = ctx.client.tracking.as_mut() else {
         return Err(CmdError::err("CLIENT CACHING can be called only when the client is in tracking mode with OPTIN or OPTOUT mode enabled"));
     };

@@ -10,6 +10,7 @@ use storage::clock::NS_PER_MS;
 
 use crate::cmd::util::{deadline, is, parse_i64, TimeUnit};
 use crate::ctx::Ctx;
+use crate::effects::deadline_cmd;
 use crate::error::{CmdError, CmdResult};
 use crate::registry::{flags::*, CommandSpec, Group};
 
@@ -176,7 +177,51 @@ fn expire_generic(
         }
     };
     ctx.out.int(i64::from(done));
+    declare_expiry(ctx, key, Form::Expire);
     Ok(())
+}
+
+/// How a command with a relative (or any) expiry declares its effect ([`declare_expiry`]).
+pub(crate) enum Form<'a> {
+    /// EXPIRE and kin: the absolute deadline the key ended with (nothing without one).
+    Expire,
+    /// GETEX with options: the absolute deadline, or PERSIST.
+    Getex,
+    /// SET, SETEX, PSETEX: `base` (the SET without its expiry options), then the deadline.
+    Set(&'a [&'a [u8]]),
+}
+
+/// Declares ([`crate::effects`]) the effect of a command that left `key` as it is now, in
+/// its absolute form: the deadline it ended with (`PEXPIREAT`, `SET .. PXAT`, or Ember's
+/// `NEXPIREAT` for a deadline that is not a whole millisecond), `DEL` when the key is gone
+/// (a deadline in the past). Reads the key only while the effects are wanted.
+pub(crate) fn declare_expiry(ctx: &mut Ctx<'_>, key: &[u8], form: Form<'_>) {
+    if !ctx.client.fx.on() {
+        return;
+    }
+    let state = ctx.lock(key).peek().map(|e| e.expire_at());
+    let fx = &mut ctx.client.fx;
+    match (state, form) {
+        (None, _) => fx.record(&[&b"DEL"[..], key]),
+        (Some(Some(at)), Form::Expire | Form::Getex) => fx.record(&deadline_cmd(key, at)),
+        (Some(None), Form::Expire) => fx.nothing(),
+        (Some(None), Form::Getex) => fx.record(&[&b"PERSIST"[..], key]),
+        (Some(Some(at)), Form::Set(base)) if at.is_multiple_of(NS_PER_MS) => {
+            let ms = itoa::Buffer::new()
+                .format(at / NS_PER_MS)
+                .as_bytes()
+                .to_vec();
+            let mut v: Vec<&[u8]> = base.to_vec();
+            v.push(b"PXAT");
+            v.push(&ms);
+            fx.record(&v);
+        }
+        (Some(Some(at)), Form::Set(base)) => {
+            fx.record(base);
+            fx.record(&deadline_cmd(key, at));
+        }
+        (Some(None), Form::Set(base)) => fx.record(base),
+    }
 }
 
 fn expire(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {

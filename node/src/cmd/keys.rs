@@ -311,6 +311,10 @@ fn copy(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
         ctx.notify_db(crate::notify::NEW, "new", dst, dst_db);
     }
     drop(old);
+    if dst_db != src_db {
+        // A key in another database than the command's own key arguments.
+        ctx.touched(dst_db, dst);
+    }
     ctx.notify_db(crate::notify::GENERIC, "copy_to", dst, dst_db);
     ctx.out.int(1);
     Ok(())

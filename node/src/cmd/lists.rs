@@ -17,7 +17,7 @@ use crate::cmd::util::{is, parse_i64, parse_timeout};
 use crate::ctx::Ctx;
 use crate::error::{CmdError, CmdResult};
 use crate::notify::{GENERIC, LIST};
-use crate::registry::{flags::*, CommandSpec, Group};
+use crate::registry::{flags::*, CommandSpec, Group, Timeout};
 
 const L: Group = Group::List;
 
@@ -63,24 +63,29 @@ pub static COMMANDS: &[CommandSpec] = &[
     CommandSpec::new("blpop", -3, WRITE | BLOCKING, (1, -2, 1), L, blpop).doc(
         "Removes and returns the first element in a list. Blocks until an element is available otherwise. Deletes the list if the last element was popped.",
         "2.0.0",
-    ),
+    )
+    .timeout_at(Timeout::LastSecs),
     CommandSpec::new("brpop", -3, WRITE | BLOCKING, (1, -2, 1), L, brpop).doc(
         "Removes and returns the last element in a list. Blocks until an element is available otherwise. Deletes the list if the last element was popped.",
         "2.0.0",
-    ),
+    )
+    .timeout_at(Timeout::LastSecs),
     CommandSpec::new("blmove", 6, WRITE | DENYOOM | BLOCKING, (1, 2, 1), L, blmove).doc(
         "Pops an element from a list, pushes it to another list and returns it. Blocks until an element is available otherwise. Deletes the list if the last element was moved.",
         "6.2.0",
-    ),
+    )
+    .timeout_at(Timeout::LastSecs),
     CommandSpec::new("brpoplpush", 4, WRITE | DENYOOM | BLOCKING, (1, 2, 1), L, brpoplpush).doc(
         "Pops an element from a list, pushes it to another list and returns it. Block until an element is available otherwise. Deletes the list if the last element was popped.",
         "2.2.0",
-    ),
+    )
+    .timeout_at(Timeout::LastSecs),
     CommandSpec::new("blmpop", -5, WRITE | BLOCKING | MOVABLE_KEYS, (0, 0, 0), L, blmpop).doc(
         "Pops the first element from one of multiple lists. Blocks until an element is available otherwise. Deletes the list if the last element was popped.",
         "7.0.0",
     )
-    .numkeys(2),
+    .numkeys(2)
+    .timeout_at(Timeout::ArgSecs(1)),
 ];
 
 // ------------------------------------------------------------------------------------------
@@ -644,6 +649,9 @@ fn lmpop(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
     Ok(())
 }
 
+/// Where BLMPOP's `numkeys` is (LMPOP's is at 1).
+const BLMPOP_NUMKEYS_AT: usize = 2;
+
 /// LMPOP / BLMPOP from `numkeys` at `at`: pops and replies, or returns the keys to wait on
 /// (nothing written) when every list is empty.
 fn mpop_generic(ctx: &mut Ctx<'_>, args: Args<'_>, at: usize) -> Result<Vec<Vec<u8>>, CmdError> {
@@ -679,10 +687,17 @@ fn mpop_generic(ctx: &mut Ctx<'_>, args: Args<'_>, at: usize) -> Result<Vec<Vec<
         if l.is_empty() {
             continue;
         }
+        let n = count.min(l.len());
         let out = &mut *ctx.out;
         out.array(2);
         out.bulk(key);
-        pop_n_reply(out, l, count, tail);
+        pop_n_reply(out, l, n, tail);
+        if at == BLMPOP_NUMKEYS_AT {
+            // BLMPOP propagates as the pop it became.
+            let n = itoa::Buffer::new().format(n).as_bytes().to_vec();
+            let op: &[u8] = if tail { b"RPOP" } else { b"LPOP" };
+            ctx.client.fx.record(&[op, key, &n]);
+        }
         let removed = if l.is_empty() {
             g.remove(db, key)
         } else {
@@ -723,6 +738,9 @@ fn bpop_generic(ctx: &mut Ctx<'_>, args: Args<'_>, tail: bool) -> CmdResult {
         drop(g);
         pop_events(ctx, key, tail, removed.is_some());
         drop(removed);
+        // Propagated as the pop it became.
+        let op: &[u8] = if tail { b"RPOP" } else { b"LPOP" };
+        ctx.client.fx.record(&[op, key]);
         ctx.out.array(2);
         ctx.out.bulk(key);
         ctx.out.bulk(&v);
@@ -745,13 +763,15 @@ fn brpop(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
     bpop_generic(ctx, args, true)
 }
 
-/// BLMOVE / BRPOPLPUSH: as LMOVE, blocking on `src` while it is empty.
+/// BLMOVE / BRPOPLPUSH: as LMOVE, blocking on `src` while it is empty. Served, it
+/// propagates as `served_as` (the non-blocking move it became).
 fn bmove_generic(
     ctx: &mut Ctx<'_>,
     args: Args<'_>,
     from_tail: bool,
     to_tail: bool,
     timeout: &[u8],
+    served_as: &[&[u8]],
 ) -> CmdResult {
     let deadline = parse_timeout(timeout)?;
     let (src, dst) = (args.arg(1), args.arg(2));
@@ -759,7 +779,9 @@ fn bmove_generic(
     // destination of another type is its answer: -WRONGTYPE, the element left in the
     // source (Redis's serveClientBlockedOnList).
     let retry = ctx.client.block_mode == BlockMode::Retry;
-    if !move_generic(ctx, src, dst, from_tail, to_tail, retry)? {
+    if move_generic(ctx, src, dst, from_tail, to_tail, retry)? {
+        ctx.client.fx.record(served_as);
+    } else {
         ctx.block_with(BlockRequest {
             keys: vec![src.to_vec()],
             deadline,
@@ -774,16 +796,18 @@ fn bmove_generic(
 fn blmove(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
     let from_tail = parse_side(args.arg(3))?;
     let to_tail = parse_side(args.arg(4))?;
-    bmove_generic(ctx, args, from_tail, to_tail, args.arg(5))
+    let served_as: [&[u8]; 5] = [b"LMOVE", args.arg(1), args.arg(2), args.arg(3), args.arg(4)];
+    bmove_generic(ctx, args, from_tail, to_tail, args.arg(5), &served_as)
 }
 
 fn brpoplpush(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
-    bmove_generic(ctx, args, true, false, args.arg(3))
+    let served_as: [&[u8]; 3] = [b"RPOPLPUSH", args.arg(1), args.arg(2)];
+    bmove_generic(ctx, args, true, false, args.arg(3), &served_as)
 }
 
 fn blmpop(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
     let deadline = parse_timeout(args.arg(1))?;
-    let keys = mpop_generic(ctx, args, 2)?;
+    let keys = mpop_generic(ctx, args, BLMPOP_NUMKEYS_AT)?;
     if !keys.is_empty() {
         ctx.block(keys, deadline, TimeoutReply::NullArray);
     }

@@ -6,6 +6,7 @@
 use std::sync::atomic::Ordering::Relaxed;
 
 use resp::Args;
+use storage::clock::NS_PER_MS;
 use storage::rdb::{self, read::PayloadError};
 
 use super::util::{is, parse_i64};
@@ -126,6 +127,53 @@ fn dump(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
 }
 
 fn restore(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
+    restore_run(ctx, args)?;
+    if args.arg(2) != b"0" {
+        declare_restore(ctx, args);
+    }
+    Ok(())
+}
+
+/// Declares ([`crate::effects`]) a RESTORE with a TTL as one with the absolute deadline the
+/// key ended with (`ABSTTL`, or Ember's `NEXPIREAT` after it for a deadline that is not a
+/// whole millisecond), and as `DEL` when the TTL was already past.
+fn declare_restore(ctx: &mut Ctx<'_>, args: Args<'_>) {
+    if !ctx.client.fx.on() {
+        return;
+    }
+    let key = args.arg(1);
+    let Some(at) = ctx.lock(key).peek().map(|e| e.expire_at()) else {
+        ctx.client.fx.record(&[&b"DEL"[..], key]);
+        return;
+    };
+    let whole_ms = at.filter(|at| at.is_multiple_of(NS_PER_MS));
+    let ms = whole_ms.map_or(0, |at| at / NS_PER_MS).to_string();
+    let mut v: Vec<&[u8]> = vec![b"RESTORE", key, ms.as_bytes(), args.arg(3)];
+    let mut i = 4;
+    while i < args.len() {
+        let a = args.arg(i);
+        if is(a, "absttl") {
+            i += 1;
+            continue;
+        }
+        v.push(a);
+        if is(a, "idletime") || is(a, "freq") {
+            v.push(args.arg(i + 1));
+            i += 1;
+        }
+        i += 1;
+    }
+    if whole_ms.is_some() {
+        v.push(b"ABSTTL");
+    }
+    ctx.client.fx.record(&v);
+    if let Some(at) = at.filter(|at| !at.is_multiple_of(NS_PER_MS)) {
+        ctx.client.fx.record(&crate::effects::deadline_cmd(key, at));
+    }
+}
+
+/// RESTORE itself; [`restore`] declares its effect.
+fn restore_run(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
     let key = args.arg(1);
     let (mut replace, mut absttl) = (false, false);
     let (mut idle, mut freq): (Option<i64>, Option<i64>) = (None, None);

@@ -15,7 +15,7 @@ use crate::cluster::script_keys::{self, ScriptKeys};
 use crate::cmd::util::{is, parse_i64, reply_help};
 use crate::ctx::Ctx;
 use crate::error::{CmdError, CmdResult};
-use crate::registry::{flags::*, CommandSpec, Group};
+use crate::registry::{flags::*, BusyAnswer, ClusterRoute, CommandSpec, Group, Proposal};
 use crate::script::{self, Engine, RunOpts, Script, FLAG_NAMES, FLAG_NO_WRITES};
 use crate::server::{Server, BUSY_FUNCTION, BUSY_SCRIPT};
 
@@ -32,6 +32,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         eval,
     )
     .numkeys(2)
+    .writes_if(eval_may_write)
     .doc("Executes a server-side Lua script.", "2.6.0"),
     CommandSpec::new(
         "evalsha",
@@ -42,6 +43,8 @@ pub static COMMANDS: &[CommandSpec] = &[
         evalsha,
     )
     .numkeys(2)
+    .proposed_as(evalsha_proposal)
+    .writes_if(evalsha_may_write)
     .doc("Executes a server-side Lua script by SHA1 digest.", "2.6.0"),
     CommandSpec::new(
         "eval_ro",
@@ -75,6 +78,9 @@ pub static COMMANDS: &[CommandSpec] = &[
         fcall,
     )
     .numkeys(2)
+    .routed(ClusterRoute::NamedFunction)
+    .proposed_as(fcall_proposal)
+    .writes_if(fcall_may_write)
     .doc("Invokes a function.", "7.0.0"),
     CommandSpec::new(
         "fcall_ro",
@@ -85,6 +91,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         fcall_ro,
     )
     .numkeys(2)
+    .routed(ClusterRoute::NamedFunction)
     .doc("Invokes a read-only function.", "7.0.0"),
     CommandSpec::container("script", S, SCRIPT_SUBS)
         .doc("A container for Lua scripts management commands.", "2.6.0"),
@@ -105,10 +112,12 @@ static SCRIPT_SUBS: &[CommandSpec] = &[
         "Removes all server-side Lua scripts from the script cache.",
         "2.6.0",
     ),
-    CommandSpec::new("kill", 2, NOSCRIPT | ALLOW_BUSY, (0, 0, 0), S, script_kill).doc(
-        "Terminates a server-side Lua script during execution.",
-        "2.6.0",
-    ),
+    CommandSpec::new("kill", 2, NOSCRIPT | ALLOW_BUSY, (0, 0, 0), S, script_kill)
+        .doc(
+            "Terminates a server-side Lua script during execution.",
+            "2.6.0",
+        )
+        .when_busy(kill_script_when_busy),
     CommandSpec::new("help", 2, LOADING | STALE, (0, 0, 0), S, script_help).doc(
         "Returns helpful text about the different subcommands.",
         "5.0.0",
@@ -119,16 +128,33 @@ static FUNCTION_SUBS: &[CommandSpec] = &[
     CommandSpec::new(
         "load",
         -3,
-        WRITE | DENYOOM | NOSCRIPT,
+        WRITE | DENYOOM | NOSCRIPT | OUTSIDE_KEYSPACE,
         (0, 0, 0),
         S,
         function_load,
     )
-    .doc("Creates a library.", "7.0.0"),
-    CommandSpec::new("delete", 3, WRITE | NOSCRIPT, (0, 0, 0), S, function_delete)
-        .doc("Deletes a library and its functions.", "7.0.0"),
-    CommandSpec::new("flush", -2, WRITE | NOSCRIPT, (0, 0, 0), S, function_flush)
-        .doc("Deletes all libraries and functions.", "7.0.0"),
+    .doc("Creates a library.", "7.0.0")
+    .routed(ClusterRoute::Meta),
+    CommandSpec::new(
+        "delete",
+        3,
+        WRITE | NOSCRIPT | OUTSIDE_KEYSPACE,
+        (0, 0, 0),
+        S,
+        function_delete,
+    )
+    .routed(ClusterRoute::Meta)
+    .doc("Deletes a library and its functions.", "7.0.0"),
+    CommandSpec::new(
+        "flush",
+        -2,
+        WRITE | NOSCRIPT | OUTSIDE_KEYSPACE,
+        (0, 0, 0),
+        S,
+        function_flush,
+    )
+    .routed(ClusterRoute::Meta)
+    .doc("Deletes all libraries and functions.", "7.0.0"),
     CommandSpec::new("dump", 2, NOSCRIPT, (0, 0, 0), S, function_dump).doc(
         "Dumps all libraries into a serialized binary payload.",
         "7.0.0",
@@ -136,12 +162,13 @@ static FUNCTION_SUBS: &[CommandSpec] = &[
     CommandSpec::new(
         "restore",
         -3,
-        WRITE | DENYOOM | NOSCRIPT,
+        WRITE | DENYOOM | NOSCRIPT | OUTSIDE_KEYSPACE,
         (0, 0, 0),
         S,
         function_restore,
     )
-    .doc("Restores all libraries from a payload.", "7.0.0"),
+    .doc("Restores all libraries from a payload.", "7.0.0")
+    .routed(ClusterRoute::Meta),
     CommandSpec::new("list", -2, NOSCRIPT, (0, 0, 0), S, function_list)
         .doc("Returns information about all libraries.", "7.0.0"),
     CommandSpec::new(
@@ -155,7 +182,8 @@ static FUNCTION_SUBS: &[CommandSpec] = &[
     .doc(
         "Returns information about a function during execution.",
         "7.0.0",
-    ),
+    )
+    .when_busy(|_, _| BusyAnswer::Stats),
     CommandSpec::new(
         "kill",
         2,
@@ -164,7 +192,8 @@ static FUNCTION_SUBS: &[CommandSpec] = &[
         S,
         function_kill,
     )
-    .doc("Terminates a function during execution.", "7.0.0"),
+    .doc("Terminates a function during execution.", "7.0.0")
+    .when_busy(kill_function_when_busy),
     CommandSpec::new("help", 2, LOADING | STALE, (0, 0, 0), S, function_help).doc(
         "Returns helpful text about the different subcommands.",
         "7.0.0",
@@ -324,6 +353,61 @@ fn kill_generic(ctx: &mut Ctx<'_>, is_eval: bool) -> CmdResult {
     kill(ctx.server, is_eval)?;
     ctx.out.ok();
     Ok(())
+}
+
+/// SCRIPT KILL beside a busy script: answered at once.
+fn kill_script_when_busy(server: &Server, _args: Args<'_>) -> BusyAnswer {
+    BusyAnswer::Reply(kill(server, true))
+}
+
+/// FUNCTION KILL beside a busy function: answered at once.
+fn kill_function_when_busy(server: &Server, _args: Args<'_>) -> BusyAnswer {
+    BusyAnswer::Reply(kill(server, false))
+}
+
+/// [`CommandSpec::propose_as`] of EVALSHA: the EVAL of the cached body, so replicas need
+/// not have loaded the script.
+fn evalsha_proposal(server: &Server, args: Args<'_>) -> Result<Proposal, CmdError> {
+    let sha = String::from_utf8_lossy(args.arg(1)).to_ascii_lowercase();
+    let body = server
+        .scripting
+        .eval
+        .lock()
+        .scripts
+        .get(&sha)
+        .map(|s| s.body.clone());
+    match body {
+        Some(b) => {
+            let mut v: Vec<Vec<u8>> = vec![b"EVAL".to_vec(), b];
+            v.extend(args.iter().skip(2).map(<[u8]>::to_vec));
+            Ok(Proposal::Command(v))
+        }
+        None => Err(CmdError::raw(
+            "NOSCRIPT No matching script. Please use EVAL.",
+        )),
+    }
+}
+
+/// [`CommandSpec::propose_as`] of FCALL: the call with its library's code.
+fn fcall_proposal(server: &Server, args: Args<'_>) -> Result<Proposal, CmdError> {
+    function_code(server, args.arg(1))
+        .map(Proposal::WithLibrary)
+        .ok_or_else(|| CmdError::err("Function not found"))
+}
+
+/// [`CommandSpec::may_write`] of EVAL.
+fn eval_may_write(server: &Server, args: Args<'_>) -> bool {
+    may_write(server, "eval", args)
+}
+
+/// [`CommandSpec::may_write`] of EVALSHA.
+fn evalsha_may_write(server: &Server, args: Args<'_>) -> bool {
+    may_write(server, "evalsha", args)
+}
+
+/// [`CommandSpec::may_write`] of FCALL.
+fn fcall_may_write(server: &Server, args: Args<'_>) -> bool {
+    may_write(server, "fcall", args)
 }
 
 /// SCRIPT KILL (`is_eval`) or FUNCTION KILL: asks the running script to stop (its hook
@@ -515,8 +599,19 @@ fn function_load(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
     if i + 1 != args.len() {
         return Err(CmdError::err("Function code is missing"));
     }
+    let code = args.arg(i);
     let mut store = ctx.server.scripting.func.lock();
-    let name = store.load(args.arg(i), replace)?;
+    if ctx.client.cluster.from_log && !replace {
+        // In cluster mode a client sends FUNCTION LOAD to every master and each of them
+        // proposes it: the same code again answers the library's name.
+        if let Ok((_, _, Some(name))) = script::parse_shebang(code, true) {
+            if store.libraries.get(&name).is_some_and(|l| l.code == code) {
+                ctx.out.bulk(name.as_bytes());
+                return Ok(());
+            }
+        }
+    }
+    let name = store.load(code, replace)?;
     ctx.out.bulk(name.as_bytes());
     Ok(())
 }

@@ -27,7 +27,7 @@ use crate::cmd::util::{is, parse_float, parse_i64_or, reply_help};
 use crate::config::Config;
 use crate::ctx::Ctx;
 use crate::error::{CmdError, CmdResult};
-use crate::registry::{flags, flags::*, CommandSpec, Group, Registry};
+use crate::registry::{flags, flags::*, BusyAnswer, ClusterRoute, CommandSpec, Group, Registry};
 use crate::server::Server;
 use crate::stats::{self, WorkerStats};
 
@@ -44,9 +44,11 @@ pub static COMMANDS: &[CommandSpec] = &[
     CommandSpec::new("dbsize", 1, READONLY | FAST, (0, 0, 0), S, dbsize)
         .doc("Returns the number of keys in the database.", "1.0.0"),
     CommandSpec::new("flushdb", -1, WRITE, (0, 0, 0), S, flushdb)
-        .doc("Remove all keys from the current database.", "1.0.0"),
+        .doc("Remove all keys from the current database.", "1.0.0")
+        .routed(ClusterRoute::LedGroups),
     CommandSpec::new("flushall", -1, WRITE, (0, 0, 0), S, flushall)
-        .doc("Removes all keys from all databases.", "1.0.0"),
+        .doc("Removes all keys from all databases.", "1.0.0")
+        .routed(ClusterRoute::LedGroups),
     CommandSpec::new("swapdb", 3, WRITE | FAST, (0, 0, 0), S, swapdb)
         .doc("Swaps two Redis databases.", "4.0.0"),
     CommandSpec::container("config", S, CONFIG_SUBCOMMANDS)
@@ -68,7 +70,8 @@ pub static COMMANDS: &[CommandSpec] = &[
     .doc(
         "Synchronously saves the database(s) to disk and shuts down the Redis server.",
         "1.0.0",
-    ),
+    )
+    .when_busy(shutdown_when_busy),
     CommandSpec::new(
         "debug",
         -2,
@@ -1465,6 +1468,19 @@ fn command_help(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
 // ------------------------------------------------------------------------------------------
 // SHUTDOWN
 // ------------------------------------------------------------------------------------------
+
+/// SHUTDOWN beside a busy script: only SHUTDOWN NOSAVE, and at once; other forms get
+/// `-BUSY`, as Redis.
+fn shutdown_when_busy(_server: &Server, args: Args<'_>) -> BusyAnswer {
+    let has = |w: &str| args.iter().skip(1).any(|a| is(a, w));
+    if !has("nosave") {
+        BusyAnswer::Refuse
+    } else if !has("save") && !has("abort") {
+        BusyAnswer::Shutdown
+    } else {
+        BusyAnswer::Wait
+    }
+}
 
 fn shutdown(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
     let (mut nosave, mut save, mut now, mut force, mut abort) = (false, false, false, false, false);

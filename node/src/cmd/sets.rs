@@ -181,6 +181,7 @@ fn spop(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
     let mut g = ctx.lock(args.arg(1));
     let Some(e) = g.get() else {
         drop(g);
+        ctx.client.fx.nothing();
         match count {
             None => ctx.out.null(),
             Some(_) => ctx.out.set(0),
@@ -198,6 +199,7 @@ fn spop(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
             }
             drop(g);
             spop_events(ctx, args.arg(1), empty);
+            declare_popped(ctx, args.arg(1), [&m[..]].into_iter());
             ctx.out.bulk(&m);
         }
         Some(n) if n >= s.len() as u64 => {
@@ -206,6 +208,11 @@ fn spop(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
             };
             drop(g);
             spop_events(ctx, args.arg(1), true);
+            if ctx.client.fx.on() {
+                let members: Vec<Vec<u8>> =
+                    all.iter().map(|m| m.with_bytes(<[u8]>::to_vec)).collect();
+                declare_popped(ctx, args.arg(1), members.iter().map(Vec::as_slice));
+            }
             reply_set(ctx, &all);
         }
         Some(n) => {
@@ -214,6 +221,7 @@ fn spop(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
             if n > 0 {
                 spop_events(ctx, args.arg(1), false);
             }
+            declare_popped(ctx, args.arg(1), popped.iter().map(Vec::as_slice));
             ctx.out.set(popped.len());
             for m in &popped {
                 ctx.out.bulk(m);
@@ -221,6 +229,21 @@ fn spop(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
         }
     }
     Ok(())
+}
+
+/// Declares ([`crate::effects`]) an SPOP as the SREM of the `members` it popped (nothing
+/// when it popped none).
+fn declare_popped<'m>(ctx: &mut Ctx<'_>, key: &'m [u8], members: impl Iterator<Item = &'m [u8]>) {
+    if !ctx.client.fx.on() {
+        return;
+    }
+    let mut v: Vec<&[u8]> = vec![b"SREM", key];
+    v.extend(members);
+    if v.len() == 2 {
+        ctx.client.fx.nothing();
+    } else {
+        ctx.client.fx.record(&v);
+    }
 }
 
 /// The events of SPOP on `key`: `spop`, then `del` when the set went away.

@@ -23,7 +23,7 @@ use crate::cmd::util::{is, parse_i64, parse_i64_or, reply_help};
 use crate::ctx::Ctx;
 use crate::error::{CmdError, CmdResult};
 use crate::notify::STREAM;
-use crate::registry::{flags::*, CommandSpec, Group};
+use crate::registry::{flags::*, CommandSpec, Group, Timeout};
 
 const S: Group = Group::Stream;
 
@@ -48,7 +48,8 @@ pub static COMMANDS: &[CommandSpec] = &[
             "Returns messages from multiple streams with IDs greater than the ones requested. Blocks until a message is available otherwise.",
             "5.0.0",
         )
-        .keys_by(xread_keys),
+        .keys_by(xread_keys)
+        .timeout_at(Timeout::MsOption(block_option_at)),
     CommandSpec::new(
         "xreadgroup",
         -7,
@@ -61,7 +62,8 @@ pub static COMMANDS: &[CommandSpec] = &[
         "Returns new or historical messages from a stream for a consumer in a group. Blocks until a message is available otherwise.",
         "5.0.0",
     )
-    .keys_by(xread_keys),
+    .keys_by(xread_keys)
+    .timeout_at(Timeout::MsOption(block_option_at)),
     CommandSpec::new("xack", -4, WRITE | FAST, (1, 1, 1), S, xack).doc(
         "Returns the number of messages that were successfully acknowledged by the consumer group member of a stream.",
         "5.0.0",
@@ -445,6 +447,7 @@ fn xadd(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
     if g.get().is_none() {
         if t.nomkstream {
             drop(g);
+            ctx.client.fx.nothing();
             ctx.out.null();
             return Ok(());
         }
@@ -498,6 +501,16 @@ fn xadd(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
     ctx.notify(STREAM, "xadd", key);
     if trimmed > 0 {
         ctx.notify(STREAM, "xtrim", key);
+    }
+    if ctx.client.fx.on() {
+        // Propagated with the ID it chose.
+        let chosen = id.to_string();
+        let v: Vec<&[u8]> = args
+            .iter()
+            .enumerate()
+            .map(|(i, a)| if i == idpos { chosen.as_bytes() } else { a })
+            .collect();
+        ctx.client.fx.record(&v);
     }
     reply_id(ctx.out, id);
     Ok(())
@@ -626,6 +639,11 @@ pub struct XreadOptions {
     pub streams: Option<usize>,
 }
 
+/// Where XREAD's or XREADGROUP's `BLOCK <ms>` value is, if it has one.
+fn block_option_at(args: Args<'_>) -> Option<usize> {
+    xread_options(args.len(), |i| args.arg(i)).block
+}
+
 /// Walks the options of an XREAD / XREADGROUP of `argc` arguments (`arg(i)` is the i-th).
 pub fn xread_options<'a>(argc: usize, arg: impl Fn(usize) -> &'a [u8]) -> XreadOptions {
     let mut found = XreadOptions::default();
@@ -680,7 +698,26 @@ fn xread(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
 }
 
 fn xreadgroup(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
-    xread_generic(ctx, args, true)
+    xread_generic(ctx, args, true)?;
+    if ctx.client.fx.on() && ctx.client.block_request.is_none() {
+        // Served (or run) without blocking: propagated without BLOCK <ms>, which replays
+        // to the same reads of the group and the same consumers created.
+        let mut v: Vec<&[u8]> = Vec::with_capacity(args.len());
+        let mut i = 0;
+        let mut streams = false;
+        while i < args.len() {
+            let a = args.arg(i);
+            if !streams && is(a, "block") {
+                i += 2;
+                continue;
+            }
+            streams |= is(a, "streams");
+            v.push(a);
+            i += 1;
+        }
+        ctx.client.fx.record(&v);
+    }
+    Ok(())
 }
 
 fn xread_generic(ctx: &mut Ctx<'_>, args: Args<'_>, group_mode: bool) -> CmdResult {

@@ -15,6 +15,7 @@ use resp::Args;
 use storage::value::parse_canonical_i64;
 use storage::{RString, Value};
 
+use crate::cmd::expiry::{declare_expiry, Form};
 use crate::cmd::util::{deadline, is, parse_i64, TimeUnit};
 use crate::ctx::Ctx;
 use crate::error::{CmdError, CmdResult};
@@ -343,7 +344,24 @@ fn set(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
         expire,
         "set",
         SetReply::Ok,
-    )
+    )?;
+    if expire.is_some() && ctx.client.fx.on() {
+        // Propagated with the deadline the key ended with, not the relative one.
+        let mut base: Vec<&[u8]> = Vec::with_capacity(args.len());
+        let mut i = 0;
+        while i < args.len() {
+            let a = args.arg(i);
+            if i >= 3 && ["ex", "px", "exat", "pxat"].iter().any(|o| is(a, o)) {
+                i += 2;
+                continue;
+            }
+            base.push(a);
+            i += 1;
+        }
+        base[0] = b"SET";
+        declare_expiry(ctx, args.arg(1), Form::Set(&base));
+    }
+    Ok(())
 }
 
 fn setnx(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
@@ -367,7 +385,10 @@ fn setex(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
         Some(args.arg(2)),
         "setex",
         SetReply::Ok,
-    )
+    )?;
+    let base: [&[u8]; 3] = [b"SET", args.arg(1), args.arg(3)];
+    declare_expiry(ctx, args.arg(1), Form::Set(&base));
+    Ok(())
 }
 
 fn psetex(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
@@ -379,7 +400,10 @@ fn psetex(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
         Some(args.arg(2)),
         "psetex",
         SetReply::Ok,
-    )
+    )?;
+    let base: [&[u8]; 3] = [b"SET", args.arg(1), args.arg(3)];
+    declare_expiry(ctx, args.arg(1), Form::Set(&base));
+    Ok(())
 }
 
 fn getset(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
@@ -415,6 +439,18 @@ fn getdel(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
 }
 
 fn getex(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
+    getex_run(ctx, args)?;
+    if args.len() > 2 {
+        declare_expiry(ctx, args.arg(1), Form::Getex);
+    } else {
+        // Without options GETEX changes nothing.
+        ctx.client.fx.nothing();
+    }
+    Ok(())
+}
+
+/// GETEX itself; [`getex`] declares its effect.
+fn getex_run(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
     let (flags, expire) = parse_ext_opts(args, 2, false)?;
     let mut g = ctx.lock(args.arg(1));
     let Some(e) = g.get() else {

@@ -14,7 +14,7 @@ use resp::Args;
 use crate::client::{BlockMode, Multi};
 use crate::ctx::{run_command, Ctx};
 use crate::error::{CmdError, CmdResult};
-use crate::registry::{flags::*, CommandSpec, Group};
+use crate::registry::{flags::*, ClusterRoute, CommandSpec, Group};
 use crate::watch::Watched;
 
 const T: Group = Group::Transactions;
@@ -33,21 +33,30 @@ pub static COMMANDS: &[CommandSpec] = &[
     CommandSpec::new(
         "exec",
         1,
-        NOSCRIPT | LOADING | STALE | SKIP_SLOWLOG | TX_CONTROL | EXCLUSIVE,
+        NOSCRIPT
+            | LOADING
+            | STALE
+            | SKIP_SLOWLOG
+            | TX_CONTROL
+            | EXCLUSIVE
+            | RUNS_QUEUED
+            | OOM_OK_IN_MULTI,
         (0, 0, 0),
         T,
         exec,
     )
-    .doc("Executes all commands in a transaction.", "1.2.0"),
+    .doc("Executes all commands in a transaction.", "1.2.0")
+    .routed(ClusterRoute::Transaction),
     CommandSpec::new(
         "discard",
         1,
-        NOSCRIPT | LOADING | STALE | FAST | ALLOW_BUSY | TX_CONTROL,
+        NOSCRIPT | LOADING | STALE | FAST | ALLOW_BUSY | TX_CONTROL | OOM_OK_IN_MULTI,
         (0, 0, 0),
         T,
         discard,
     )
-    .doc("Discards a transaction.", "2.0.0"),
+    .doc("Discards a transaction.", "2.0.0")
+    .routed(ClusterRoute::EndWatch),
     CommandSpec::new(
         "watch",
         -2,
@@ -59,7 +68,8 @@ pub static COMMANDS: &[CommandSpec] = &[
     .doc(
         "Monitors changes to keys to determine the execution of a transaction.",
         "2.2.0",
-    ),
+    )
+    .routed(ClusterRoute::Watch),
     CommandSpec::new(
         "unwatch",
         1,
@@ -68,7 +78,8 @@ pub static COMMANDS: &[CommandSpec] = &[
         T,
         unwatch,
     )
-    .doc("Forgets about watched keys of a transaction.", "2.2.0"),
+    .doc("Forgets about watched keys of a transaction.", "2.2.0")
+    .routed(ClusterRoute::EndWatch),
 ];
 
 fn multi(ctx: &mut Ctx<'_>, _args: Args<'_>) -> CmdResult {

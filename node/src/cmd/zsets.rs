@@ -25,7 +25,7 @@ use crate::cmd::util::{
 use crate::ctx::Ctx;
 use crate::error::{CmdError, CmdResult};
 use crate::notify::{GENERIC, ZSET};
-use crate::registry::{flags::*, CommandSpec, Group};
+use crate::registry::{flags::*, CommandSpec, Group, Timeout};
 
 const Z: Group = Group::SortedSet;
 
@@ -122,16 +122,19 @@ pub static COMMANDS: &[CommandSpec] = &[
     CommandSpec::new("bzpopmin", -3, WRITE | FAST | BLOCKING, (1, -2, 1), Z, bzpopmin).doc(
         "Removes and returns the member with the lowest score from one or more sorted sets. Blocks until a member is available otherwise. Deletes the sorted set if the last element was popped.",
         "5.0.0",
-    ),
+    )
+    .timeout_at(Timeout::LastSecs),
     CommandSpec::new("bzpopmax", -3, WRITE | FAST | BLOCKING, (1, -2, 1), Z, bzpopmax).doc(
         "Removes and returns the member with the highest score from one or more sorted sets. Blocks until a member available otherwise. Deletes the sorted set if the last element was popped.",
         "5.0.0",
-    ),
+    )
+    .timeout_at(Timeout::LastSecs),
     CommandSpec::new("bzmpop", -5, WRITE | BLOCKING | MOVABLE_KEYS, (0, 0, 0), Z, bzmpop).doc(
         "Removes and returns a member by score from one or more sorted sets. Blocks until a member is available otherwise. Deletes the sorted set if the last element was popped.",
         "7.0.0",
     )
-    .numkeys(2),
+    .numkeys(2)
+    .timeout_at(Timeout::ArgSecs(1)),
 ];
 
 // ------------------------------------------------------------------------------------------
@@ -1482,6 +1485,9 @@ fn zmpop(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
     Ok(())
 }
 
+/// Where BZMPOP's `numkeys` is (ZMPOP's is at 1).
+const BZMPOP_NUMKEYS_AT: usize = 2;
+
 /// ZMPOP / BZMPOP from `numkeys` at `at`: pops and replies, or returns the keys to wait on
 /// (nothing written) when every sorted set is empty.
 fn zmpop_generic(ctx: &mut Ctx<'_>, args: Args<'_>, at: usize) -> Result<Vec<Vec<u8>>, CmdError> {
@@ -1542,6 +1548,12 @@ fn zmpop_generic(ctx: &mut Ctx<'_>, args: Args<'_>, at: usize) -> Result<Vec<Vec
         drop(g);
         let event = if max { "zpopmax" } else { "zpopmin" };
         removal_events(ctx, k, event, items.len(), empty);
+        if at == BZMPOP_NUMKEYS_AT {
+            // BZMPOP propagates as the pop it became.
+            let n = itoa::Buffer::new().format(items.len()).as_bytes().to_vec();
+            let op: &[u8] = if max { b"ZPOPMAX" } else { b"ZPOPMIN" };
+            ctx.client.fx.record(&[op, k, &n]);
+        }
         ctx.out.array(2);
         ctx.out.bulk(k);
         ctx.out.array(items.len());
@@ -1583,6 +1595,9 @@ fn bzpop_generic(ctx: &mut Ctx<'_>, args: Args<'_>, max: bool) -> CmdResult {
         let event = if max { "zpopmax" } else { "zpopmin" };
         removal_events(ctx, k, event, 1, removed.is_some());
         drop(removed);
+        // Propagated as the pop it became.
+        let op: &[u8] = if max { b"ZPOPMAX" } else { b"ZPOPMIN" };
+        ctx.client.fx.record(&[op, k]);
         let Some((score, member)) = items.pop() else {
             return Err(CmdError::err("internal error: empty pop"));
         };
@@ -1611,7 +1626,7 @@ fn bzpopmax(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
 
 fn bzmpop(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
     let deadline = parse_timeout(args.arg(1))?;
-    let keys = zmpop_generic(ctx, args, 2)?;
+    let keys = zmpop_generic(ctx, args, BZMPOP_NUMKEYS_AT)?;
     if !keys.is_empty() {
         ctx.block(keys, deadline, TimeoutReply::NullArray);
     }
