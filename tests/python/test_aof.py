@@ -9,65 +9,17 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 import tempfile
 import time
 
 import pytest
 import redis
 
-from helpers import HOST, IS_REDIS, _redis_server_bin, find_ember_bin, free_port
+from helpers import IS_REDIS, Proc, _redis_server_bin, wait_rewrite
 
 pytestmark = pytest.mark.skipif(IS_REDIS, reason="starts Ember and redis-server itself")
 
 MANIFEST = os.path.join("appendonlydir", "appendonly.aof.manifest")
-
-
-class Proc:
-    """A server (ember or redis-server) with `workdir` as its directory."""
-
-    def __init__(self, kind: str, workdir: str, *extra: str):
-        self.kind, self.workdir = kind, workdir
-        self.port = free_port()
-        binary = str(find_ember_bin()) if kind == "ember" else _redis_server_bin()
-        argv = [binary, "--port", str(self.port), "--bind", HOST, "--save", "",
-                "--dir", workdir, *extra]
-        self.log = open(os.path.join(workdir, f"{kind}.log"), "ab")
-        self.proc = subprocess.Popen(argv, stdout=self.log, stderr=subprocess.STDOUT,
-                                     cwd=workdir)
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                c = self.client()
-                c.ping()
-                c.close()
-                return
-            except (redis.ConnectionError, redis.BusyLoadingError):
-                if self.proc.poll() is not None:
-                    raise RuntimeError(f"{kind} exited during start-up: {self.output()}")
-                assert time.monotonic() < deadline, self.output()
-                time.sleep(0.05)
-
-    def output(self) -> str:
-        with open(os.path.join(self.workdir, f"{self.kind}.log"), "rb") as f:
-            return f.read().decode(errors="replace")
-
-    def client(self) -> redis.Redis:
-        return redis.Redis(host=HOST, port=self.port, decode_responses=True,
-                           encoding_errors="backslashreplace")
-
-    def shutdown(self) -> None:
-        try:
-            self.client().shutdown(nosave=True)
-        except redis.ConnectionError:
-            pass
-        self.proc.wait(timeout=20)
-        self.log.close()
-
-    def kill(self) -> None:
-        self.proc.kill()
-        self.proc.wait(timeout=20)
-        self.log.close()
 
 
 @pytest.fixture
@@ -79,16 +31,6 @@ def workdir():
 
 def info(c: redis.Redis) -> dict:
     return c.info("persistence")
-
-
-def wait_rewrite(c: redis.Redis) -> None:
-    deadline = time.monotonic() + 30
-    while True:
-        i = info(c)
-        if not i["aof_rewrite_in_progress"] and not i.get("aof_rewrite_scheduled"):
-            return
-        assert time.monotonic() < deadline, i
-        time.sleep(0.05)
 
 
 def manifest(workdir: str) -> list[str]:

@@ -5,6 +5,7 @@
 pub mod bitmaps;
 pub mod cluster;
 pub mod connection;
+pub mod debug;
 pub mod expiry;
 pub mod geo;
 pub mod hashes;
@@ -37,6 +38,7 @@ pub fn families() -> Vec<&'static [CommandSpec]> {
         persist::COMMANDS,
         expiry::COMMANDS,
         server::COMMANDS,
+        debug::COMMANDS,
         memory::COMMANDS,
         lists::COMMANDS,
         hashes::COMMANDS,

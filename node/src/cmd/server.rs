@@ -1,6 +1,6 @@
 //! Server commands: INFO, TIME, DBSIZE, FLUSHDB, FLUSHALL, SWAPDB, CONFIG (GET, SET,
 //! RESETSTAT, REWRITE, HELP), COMMAND (COUNT, DOCS, GETKEYS, GETKEYSANDFLAGS, HELP, INFO,
-//! LIST), SHUTDOWN and DEBUG (SLEEP, OBJECT, HELP).
+//! LIST) and SHUTDOWN. DEBUG has its own family file, `cmd/debug.rs`.
 //!
 //! INFO reports only what Ember really measures or what is true by construction (for
 //! example `role:master`, `loading:0`); Redis fields Ember cannot compute honestly are left
@@ -18,12 +18,11 @@ use parking_lot::Mutex;
 use resp::{Args, ReplyWriter};
 use storage::clock::NS_PER_SEC;
 use storage::pattern::glob_match;
-use storage::value::parse_canonical_i64;
-use storage::{Table, Value};
+use storage::Table;
 use tracing::{info as log_info, warn};
 
 use crate::cmd::connection::REDIS_COMPAT_VERSION;
-use crate::cmd::util::{is, parse_float, parse_i64_or, reply_help};
+use crate::cmd::util::{is, lossy, parse_i64_or, reply_help};
 use crate::config::Config;
 use crate::ctx::Ctx;
 use crate::error::{CmdError, CmdResult};
@@ -32,6 +31,9 @@ use crate::server::Server;
 use crate::stats::{self, WorkerStats};
 
 const S: Group = Group::Server;
+
+/// Mask of Redis's 24-bit LRU clock (seconds): INFO `lru_clock`, DEBUG OBJECT `lru`.
+pub const LRU_CLOCK_MAX: u64 = (1 << 24) - 1;
 
 /// Server commands.
 pub static COMMANDS: &[CommandSpec] = &[
@@ -72,15 +74,6 @@ pub static COMMANDS: &[CommandSpec] = &[
         "1.0.0",
     )
     .when_busy(shutdown_when_busy),
-    CommandSpec::new(
-        "debug",
-        -2,
-        ADMIN | NOSCRIPT | LOADING | STALE,
-        (0, 0, 0),
-        S,
-        debug,
-    )
-    .doc("A container for debugging commands.", "1.0.0"),
 ];
 
 const ADMIN_CFG: u32 = ADMIN | NOSCRIPT | LOADING | STALE;
@@ -148,11 +141,6 @@ static COMMAND_SUBCOMMANDS: &[CommandSpec] = &[
 // ------------------------------------------------------------------------------------------
 // Shared helpers
 // ------------------------------------------------------------------------------------------
-
-/// At most `max` bytes of `b` as text, CR/LF turned into spaces (for error messages).
-fn lossy(b: &[u8], max: usize) -> String {
-    String::from_utf8_lossy(&b[..b.len().min(max)]).replace(['\r', '\n'], " ")
-}
 
 /// The text of an I/O error without Rust's " (os error N)" suffix, like `strerror`.
 fn os_error_text(e: &std::io::Error) -> String {
@@ -1525,121 +1513,6 @@ fn shutdown(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
     Ok(())
 }
 
-// ------------------------------------------------------------------------------------------
-// DEBUG
-// ------------------------------------------------------------------------------------------
-
-/// Mask of Redis's 24-bit LRU clock (seconds).
-const LRU_CLOCK_MAX: u64 = (1 << 24) - 1;
-
-/// Bytes of an RDB length prefix for `n`.
-fn rdb_len_size(n: usize) -> usize {
-    if n < 1 << 6 {
-        1
-    } else if n < 1 << 14 {
-        2
-    } else if u32::try_from(n).is_ok() {
-        5
-    } else {
-        9
-    }
-}
-
-/// Bytes a string takes in an RDB file without LZF compression: short integer-looking
-/// strings use the integer encodings, the rest a length prefix plus the bytes.
-pub fn rdb_string_len(b: &[u8]) -> usize {
-    if b.len() <= 11 {
-        if let Some(v) = parse_canonical_i64(b) {
-            if i8::try_from(v).is_ok() {
-                return 2;
-            } else if i16::try_from(v).is_ok() {
-                return 3;
-            } else if i32::try_from(v).is_ok() {
-                return 5;
-            }
-        }
-    }
-    rdb_len_size(b.len()) + b.len()
-}
-
-fn debug(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
-    let sub = args.arg(1);
-    if args.len() == 2 && is(sub, "help") {
-        reply_help(
-            ctx.out,
-            args.arg(0),
-            &[
-                "OBJECT <key>",
-                "    Show low level info about `key` and associated value.",
-                "SET-ACTIVE-EXPIRE <0|1>",
-                "    Setting it to 0 disables expiring keys in background when they are not",
-                "    accessed (otherwise the Redis behavior). Setting it to 1 reenables back the",
-                "    default.",
-                "SLEEP <seconds>",
-                "    Stop the server for <seconds>. Decimals allowed.",
-                "SPREAD <workers>",
-                "    Ember: serve connections on <workers> worker threads from now on, moving",
-                "    connections as needed (0: as many as pay for the load, the default).",
-            ],
-        );
-        Ok(())
-    } else if args.len() == 3 && is(sub, "sleep") {
-        // Like Redis (strtod), text that is not a number sleeps for 0 seconds. The calling
-        // worker really blocks, as the whole of Redis does.
-        let secs = parse_float(args.arg(2)).unwrap_or(0.0);
-        if secs > 0.0 {
-            if let Ok(d) = Duration::try_from_secs_f64(secs) {
-                std::thread::sleep(d);
-            }
-        }
-        ctx.out.ok();
-        Ok(())
-    } else if args.len() == 3 && is(sub, "spread") {
-        let n = std::str::from_utf8(args.arg(2))
-            .ok()
-            .and_then(|s| s.parse::<usize>().ok())
-            .ok_or(CmdError::NotInteger)?;
-        ctx.server.balance.pin(n);
-        ctx.out.ok();
-        Ok(())
-    } else if args.len() == 3 && is(sub, "set-active-expire") {
-        // Redis reads the flag with atoi: anything but a non-zero number turns it off.
-        let on = std::str::from_utf8(args.arg(2))
-            .ok()
-            .and_then(|s| s.trim().parse::<i64>().ok())
-            .unwrap_or(0);
-        ctx.server.active_expire_off.store(on == 0, Relaxed);
-        ctx.out.ok();
-        Ok(())
-    } else if args.len() == 3 && is(sub, "object") {
-        let now = ctx.now;
-        let mut g = ctx.lock(args.arg(2));
-        let Some(e) = g.peek() else {
-            return Err(CmdError::NoSuchKey);
-        };
-        // Only strings have a serialized length computed here so far.
-        let serialized = match &e.value {
-            Value::String(s) => format!(" serializedlength:{}", s.with_bytes(rdb_string_len)),
-            _ => String::new(),
-        };
-        let idle = e.idle_secs(now);
-        let lru = (now / NS_PER_SEC).wrapping_sub(idle) & LRU_CLOCK_MAX;
-        let line = format!(
-            "Value at:{:p} refcount:1 encoding:{}{serialized} lru:{lru} lru_seconds_idle:{idle}",
-            &e.value,
-            e.value.encoding()
-        );
-        drop(g);
-        ctx.out.simple(line.as_bytes());
-        Ok(())
-    } else {
-        Err(CmdError::err(format!(
-            "unknown subcommand or wrong number of arguments for '{}'. Try DEBUG HELP.",
-            lossy(sub, 128)
-        )))
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1655,19 +1528,6 @@ mod tests {
         assert_eq!(bytes_to_human(1 << 40), "1.00T");
         assert_eq!(bytes_to_human(1 << 50), "1.00P");
         assert_eq!(bytes_to_human(u64::MAX), format!("{}B", u64::MAX));
-    }
-
-    #[test]
-    fn rdb_lengths() {
-        assert_eq!(rdb_string_len(b"12"), 2);
-        assert_eq!(rdb_string_len(b"-128"), 2);
-        assert_eq!(rdb_string_len(b"1000"), 3);
-        assert_eq!(rdb_string_len(b"100000"), 5);
-        assert_eq!(rdb_string_len(b"10000000000"), 12);
-        assert_eq!(rdb_string_len(b"012"), 4);
-        assert_eq!(rdb_string_len(b"hello"), 6);
-        assert_eq!(rdb_string_len(&[b'x'; 100]), 102);
-        assert_eq!(rdb_string_len(&[b'x'; 20_000]), 20_005);
     }
 
     #[test]

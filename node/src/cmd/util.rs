@@ -51,6 +51,11 @@ pub fn parse_float(b: &[u8]) -> Option<f64> {
     (!v.is_nan()).then_some(v)
 }
 
+/// At most `max` bytes of `b` as text, CR/LF turned into spaces (for error messages).
+pub fn lossy(b: &[u8], max: usize) -> String {
+    String::from_utf8_lossy(&b[..b.len().min(max)]).replace(['\r', '\n'], " ")
+}
+
 /// A `HELP` reply in Redis's `addReplyHelp` layout: the header naming the command in
 /// upper case, `lines`, then the HELP entry itself.
 pub fn reply_help(out: &mut resp::ReplyWriter, cmd: &[u8], lines: &[&str]) {
