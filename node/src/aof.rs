@@ -15,7 +15,10 @@
 //! `MULTI`/`EXEC`, `SELECT` when the database changes. Before a command whose time differs
 //! from the previous one an annotation line `#NOW:<ns>` records the time it ran at (Redis
 //! skips `#` lines): a replay runs each command at its original time, so lazy expiry, stream
-//! IDs and idle times come out exactly as they did. Expired keys removed by the expiry
+//! IDs and idle times come out exactly as they did. Each file (and each time Ember opens a
+//! file to go on appending to it) starts with the annotation `#ember-fmt:<version>`, the
+//! version of Ember's extensions that follow (see [`storage::aof`]); a newer version than
+//! this build knows stops the load. Expired keys removed by the expiry
 //! cycle or on access are therefore not logged as `DEL` (a key past its deadline is absent
 //! at any later time anyway); a file without annotations (redis-server's) replays at time
 //! 0, where nothing expires, as Redis loads it.
@@ -61,8 +64,8 @@ use std::time::{Duration, Instant};
 use parking_lot::{Condvar, Mutex};
 use resp::{Args, OwnedArgs, Protocol, ReplyWriter};
 use storage::aof::{
-    base_name, encode_command, encode_now, incr_name, manifest_name, AofFile, CommandReader,
-    FileKind, Item, Manifest, ReadError,
+    base_name, encode_command, encode_format, encode_now, incr_name, manifest_name, AofFile,
+    CommandReader, FileKind, Item, Manifest, ReadError,
 };
 use storage::clock::{self, NS_PER_MS};
 use storage::rdb;
@@ -164,13 +167,15 @@ impl Default for Aof {
     }
 }
 
-/// One output stream: bytes waiting to be written, the database its reader has selected
-/// and the time of its last annotation.
+/// One output stream: bytes waiting to be written, the database its reader has selected,
+/// the time of its last annotation and whether its format annotation is written.
 #[derive(Default)]
 struct Stream {
     data: Vec<u8>,
     db: Option<usize>,
     now: u64,
+    /// The `#ember-fmt:` annotation went out (before the first command of the stream).
+    marked: bool,
 }
 
 impl Stream {
@@ -188,6 +193,10 @@ impl Stream {
         let cmds: usize = effects.iter().map(|e| e.ncmds).sum();
         if cmds == 0 {
             return;
+        }
+        if !self.marked {
+            encode_format(&mut self.data);
+            self.marked = true;
         }
         if self.now != first.now {
             encode_now(&mut self.data, first.now);
@@ -956,6 +965,11 @@ fn load_file(
                     "Bad file format reading the append only file {name} at offset {offset}: {msg}. Make a backup of your AOF file, then use redis-check-aof --fix <filename.manifest>"
                 ));
             }
+            Err(e @ ReadError::NewerFormat { .. }) => {
+                return Err(format!(
+                    "Can't load the append only file {name}: {e}. Exiting."
+                ))
+            }
             Err(ReadError::Io(e)) => {
                 return Err(format!(
                     "Unrecoverable error reading the append only file {name}: {e}"
@@ -1363,6 +1377,7 @@ fn rewrite_inner(server: &Arc<Server>) -> Result<(), String> {
             data: Vec::new(),
             db: rw.as_ref().and_then(|r| r.out.db),
             now: rw.as_ref().map_or(0, |r| r.out.now),
+            marked: rw.as_ref().is_some_and(|r| r.out.marked),
         };
         b.main_on = true;
         aof.current_size.store(base_len + next_len, Relaxed);
@@ -1422,6 +1437,7 @@ fn walk(
         }
         Sink::Rdb(w)
     } else {
+        encode_format(&mut text);
         for code in libs {
             encode_command(&mut text, &effects::function_load(code));
         }

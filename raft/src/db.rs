@@ -88,6 +88,39 @@ fn flush_loop(flusher: Weak<Flusher>, db: Weak<DB>) {
     }
 }
 
+/// Checks the database's format version ([`codec::DB_FORMAT_KEY`]): a version newer than
+/// [`codec::DB_FORMAT`] is [`Error::NewerFormat`]; a database without one (new, or written
+/// before versions existed) is version 1 and gets the key, durably.
+fn check_format(db: &DB) -> Result<(), Error> {
+    match db.get(codec::DB_FORMAT_KEY)? {
+        Some(v) => {
+            let found: u64 = std::str::from_utf8(&v)
+                .ok()
+                .and_then(|t| t.parse().ok())
+                .filter(|&n| n != 0)
+                .ok_or_else(|| {
+                    Error::corrupt(
+                        "raft database format",
+                        format!("{:?}", String::from_utf8_lossy(&v)),
+                    )
+                })?;
+            if found > u64::from(codec::DB_FORMAT) {
+                return Err(Error::NewerFormat {
+                    what: "Raft database",
+                    found,
+                    max: codec::DB_FORMAT,
+                });
+            }
+        }
+        None => {
+            let mut opts = WriteOptions::default();
+            opts.set_sync(true);
+            db.put_opt(codec::DB_FORMAT_KEY, codec::DB_FORMAT.to_string(), &opts)?;
+        }
+    }
+    Ok(())
+}
+
 /// A node's Raft database: column families `logs` and `meta`, every key prefixed by its
 /// group id. Cheap to clone (one shared handle).
 #[derive(Clone)]
@@ -123,6 +156,7 @@ impl RaftDb {
         let cfs =
             [CF_LOGS, CF_META].map(|name| ColumnFamilyDescriptor::new(name, Options::default()));
         let db = Arc::new(DB::open_cf_descriptors(&opts, path, cfs)?);
+        check_format(&db)?;
         let flusher = (options.sync && options.group_commit).then(|| {
             let f = Arc::new(Flusher::default());
             let (weak_f, weak_db) = (Arc::downgrade(&f), Arc::downgrade(&db));
@@ -288,5 +322,32 @@ impl RaftDb {
     pub(crate) fn write_lazy(&self, batch: WriteBatch) -> Result<(), Error> {
         self.db.write_opt(batch, &WriteOptions::default())?;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn format_key_is_written_legacy_reads_as_1_and_newer_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let read_key = |db: &RaftDb| db.db().get(codec::DB_FORMAT_KEY).unwrap();
+        {
+            let db = RaftDb::open(dir.path()).unwrap();
+            assert_eq!(read_key(&db).as_deref(), Some(&b"1"[..]));
+            // A database of the release before versions has no key.
+            db.db().delete(codec::DB_FORMAT_KEY).unwrap();
+        }
+        {
+            let db = RaftDb::open(dir.path()).unwrap();
+            assert_eq!(read_key(&db).as_deref(), Some(&b"1"[..]));
+            db.db().put(codec::DB_FORMAT_KEY, b"2").unwrap();
+        }
+        let e = RaftDb::open(dir.path()).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "Raft database format version 2 is newer than this build of Ember reads (versions 1 to 1): it was written by a newer Ember"
+        );
     }
 }

@@ -18,6 +18,17 @@ pub enum Error {
         /// Why it did not decode.
         reason: String,
     },
+    /// Stored or received data declares a format version newer than this build reads (it
+    /// was written by a newer Ember); see [`crate::ENTRY_FORMAT`] and its siblings.
+    #[error("{what} format version {found} is newer than this build of Ember reads (versions 1 to {max}): it was written by a newer Ember")]
+    NewerFormat {
+        /// What declares the version (a Raft log entry, a Raft snapshot, the Raft database).
+        what: &'static str,
+        /// The version found.
+        found: u64,
+        /// The newest version this build reads.
+        max: u16,
+    },
     /// A state machine rejected snapshot bytes in [`crate::StateMachine::install`].
     #[error("invalid snapshot: {0}")]
     InvalidSnapshot(String),

@@ -10,7 +10,9 @@
 //! - `state_machine.rs`: the [`StateMachine`] trait the node implements.
 //! - `db.rs`: [`RaftDb`], one RocksDB per node; column families `logs` and `meta`, every
 //!   key prefixed by its group id (big-endian), so all groups share one DB and one WAL.
-//! - `codec.rs`: key layout, postcard value encoding, zstd snapshot compression.
+//! - `codec.rs`: key layout, postcard value encoding, zstd snapshot compression, and the
+//!   format versions of entries, snapshots and the database ([`ENTRY_FORMAT`],
+//!   [`SNAPSHOT_FORMAT`], [`DB_FORMAT`]; the rule is in that module's docs).
 //! - `log_store.rs`: [`RocksLogStore`], openraft's `RaftLogStorage` for one group (log,
 //!   vote, committed, last purged); passes `openraft::testing::Suite`.
 //! - `sm_store.rs`: [`GroupStateMachine`], openraft's `RaftStateMachine` over a user
@@ -40,6 +42,11 @@ mod sm_store;
 mod state_machine;
 mod typ;
 
+pub use codec::DB_FORMAT;
+pub use codec::DB_FORMAT_KEY;
+pub use codec::ENTRY_FORMAT;
+pub use codec::SNAPSHOT_FORMAT;
+pub use codec::SNAPSHOT_MAGIC;
 pub use db::DbOptions;
 pub use db::RaftDb;
 pub use error::Error;

@@ -7,6 +7,11 @@
 //! A received snapshot that does not decompress or that the [`StateMachine`] refuses leaves
 //! the state as it was and answers a storage error; openraft then stops that group's Raft
 //! (an error, never a panic or a half-installed state).
+//!
+//! Format versions (see `codec`): a snapshot of a newer format is refused the same way
+//! (and a stored one fails [`GroupStateMachine::open`]); an entry of a newer format is not
+//! applied: the entries before it are, then apply answers [`Error::NewerFormat`], which is
+//! logged and stops the group's Raft, so nothing after it is applied either.
 
 use std::io::Cursor;
 use std::sync::atomic::AtomicU64;
@@ -27,6 +32,7 @@ use serde::Deserialize;
 use serde::Serialize;
 
 use crate::codec;
+use crate::codec::ENTRY_FORMAT;
 use crate::db::RaftDb;
 use crate::error::Error;
 use crate::state_machine::StateMachine;
@@ -200,11 +206,30 @@ impl<S: StateMachine> GroupStateMachine<S> {
         self.store_snapshot(meta, &data)
     }
 
-    /// Applies entries in order under one write lock.
-    fn apply_entries(&self, entries: impl IntoIterator<Item = Entry>) -> Vec<Response> {
+    /// Applies entries in order under one write lock; stops at an entry of a format newer
+    /// than [`ENTRY_FORMAT`] (not applied) with [`Error::NewerFormat`].
+    fn apply_entries(
+        &self,
+        entries: impl IntoIterator<Item = Entry>,
+    ) -> Result<Vec<Response>, (LogId, Error)> {
         let mut st = self.state.inner.write();
         let mut out = Vec::new();
         for entry in entries {
+            if let EntryPayload::Normal(request) = &entry.payload {
+                if request.format > ENTRY_FORMAT {
+                    let e = Error::NewerFormat {
+                        what: "Raft log entry",
+                        found: u64::from(request.format),
+                        max: ENTRY_FORMAT,
+                    };
+                    tracing::error!(
+                        group = %self.group,
+                        log_id = %entry.log_id,
+                        "can't apply the entry: {e}; the group stops applying its log"
+                    );
+                    return Err((entry.log_id, e));
+                }
+            }
             st.last_applied = Some(entry.log_id);
             let response = match entry.payload {
                 EntryPayload::Blank => Response::default(),
@@ -216,7 +241,7 @@ impl<S: StateMachine> GroupStateMachine<S> {
             };
             out.push(response);
         }
-        out
+        Ok(out)
     }
 }
 
@@ -240,7 +265,14 @@ impl<S: StateMachine> RaftStateMachine<TypeConfig> for GroupStateMachine<S> {
         I: IntoIterator<Item = Entry> + OptionalSend,
         I::IntoIter: OptionalSend,
     {
-        Ok(self.apply_entries(entries))
+        self.apply_entries(entries).map_err(|(log_id, e)| {
+            StorageIOError::new(
+                ErrorSubject::Apply(log_id),
+                ErrorVerb::Write,
+                AnyError::new(&e),
+            )
+            .into()
+        })
     }
 
     async fn get_snapshot_builder(&mut self) -> Self::SnapshotBuilder {
@@ -301,7 +333,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let db = RaftDb::open(dir.path()).unwrap();
         let sm = GroupStateMachine::open(db.clone(), GroupId(3), MemKv::default()).unwrap();
-        sm.apply_entries([normal(1, MemKv::set("a", "1")), normal(2, MemKv::incr("a"))]);
+        sm.apply_entries([normal(1, MemKv::set("a", "1")), normal(2, MemKv::incr("a"))])
+            .unwrap();
         let snap = sm.build().unwrap();
         assert_eq!(snap.meta.last_log_id.map(|l| l.index), Some(2));
 
@@ -322,5 +355,61 @@ mod tests {
             Err(Error::InvalidSnapshot(_))
         ));
         assert_eq!(again.handle().read(MemKv::clone), before);
+    }
+
+    #[test]
+    fn an_entry_of_a_newer_format_is_not_applied() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = RaftDb::open(dir.path()).unwrap();
+        let sm = GroupStateMachine::open(db, GroupId(1), MemKv::default()).unwrap();
+        let mut newer = normal(2, MemKv::set("b", "2"));
+        if let EntryPayload::Normal(r) = &mut newer.payload {
+            r.format = ENTRY_FORMAT + 1;
+        }
+        let (log_id, e) = sm
+            .apply_entries([
+                normal(1, MemKv::set("a", "1")),
+                newer,
+                normal(3, MemKv::set("c", "3")),
+            ])
+            .unwrap_err();
+        assert_eq!(log_id.index, 2);
+        assert_eq!(
+            e.to_string(),
+            "Raft log entry format version 2 is newer than this build of Ember reads (versions 1 to 1): it was written by a newer Ember"
+        );
+        // The entry before it is applied; it and the ones after are not.
+        let kv = sm.handle().read(MemKv::clone);
+        assert_eq!(kv.get("a"), Some(&b"1"[..]));
+        assert_eq!((kv.get("b"), kv.get("c")), (None, None));
+        assert_eq!(sm.handle().last_applied().map(|l| l.index), Some(1));
+    }
+
+    #[test]
+    fn a_snapshot_of_a_newer_format_is_refused_at_open_and_install() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = RaftDb::open(dir.path()).unwrap();
+        let sm = GroupStateMachine::open(db.clone(), GroupId(4), MemKv::default()).unwrap();
+        sm.apply_entries([normal(1, MemKv::set("a", "1"))]).unwrap();
+        let snap = sm.build().unwrap();
+        let z = zstd::stream::encode_all(&MemKv::default().snapshot()[..], 3).unwrap();
+        let v2 = codec::seal_snapshot(crate::SNAPSHOT_FORMAT + 1, z);
+        assert!(matches!(
+            sm.install(&snap.meta, v2.clone()),
+            Err(Error::NewerFormat { found: 2, .. })
+        ));
+        assert_eq!(
+            sm.handle().read(|kv| kv.get("a").map(<[u8]>::to_vec)),
+            Some(b"1".to_vec())
+        );
+        // The same bytes stored as the group's snapshot stop the group from opening.
+        sm.store_snapshot(&snap.meta, &v2).unwrap();
+        let e = GroupStateMachine::open(db, GroupId(4), MemKv::default())
+            .err()
+            .unwrap();
+        assert!(
+            e.to_string().starts_with("Raft snapshot format version 2"),
+            "{e}"
+        );
     }
 }

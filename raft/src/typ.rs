@@ -63,7 +63,11 @@ impl fmt::Display for Node {
 /// The leader fills `time_ns` and `seed` when it proposes the write, so every replica sees
 /// the same clock (relative expiries become absolute) and the same random choices (SPOP,
 /// scripts), however late it applies the entry.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+///
+/// `format` is the entry format version ([`crate::ENTRY_FORMAT`] for a request made by
+/// [`Request::new`]); it is serialized with the command (see `codec`'s format versions)
+/// and a replica refuses to apply a version newer than it knows.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Request {
     /// The command, encoded by the state machine's owner (e.g. a RESP frame).
     pub command: Bytes,
@@ -71,16 +75,63 @@ pub struct Request {
     pub time_ns: u64,
     /// A seed chosen by the leader for any random choice the command makes.
     pub seed: u64,
+    /// The entry format version the command is written in.
+    pub format: u16,
+}
+
+impl Default for Request {
+    fn default() -> Self {
+        Request::new(Bytes::new(), 0, 0)
+    }
 }
 
 impl Request {
-    /// A request with the given command, leader time and seed.
+    /// A request of the current entry format with the given command, leader time and seed.
     pub fn new(command: impl Into<Bytes>, time_ns: u64, seed: u64) -> Self {
         Request {
             command: command.into(),
             time_ns,
             seed,
+            format: crate::codec::ENTRY_FORMAT,
         }
+    }
+}
+
+/// How a [`Request`] is serialized: the fields of the release before format versions,
+/// with the version folded into the command bytes (`codec::seal_command`).
+#[derive(Serialize, Deserialize)]
+#[serde(rename = "Request")]
+struct RequestRepr {
+    /// The sealed command.
+    command: Bytes,
+    /// [`Request::time_ns`].
+    time_ns: u64,
+    /// [`Request::seed`].
+    seed: u64,
+}
+
+impl Serialize for Request {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        RequestRepr {
+            command: crate::codec::seal_command(self.format, &self.command),
+            time_ns: self.time_ns,
+            seed: self.seed,
+        }
+        .serialize(s)
+    }
+}
+
+impl<'de> Deserialize<'de> for Request {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let repr = RequestRepr::deserialize(d)?;
+        let (format, command) =
+            crate::codec::open_command(repr.command).map_err(serde::de::Error::custom)?;
+        Ok(Request {
+            command,
+            time_ns: repr.time_ns,
+            seed: repr.seed,
+            format,
+        })
     }
 }
 

@@ -10,6 +10,17 @@
 //!   one) from a malformed one ([`ReadError::Corrupt`], with the offset of the bad line).
 //!   Lines starting with `#` are annotations (Redis's `#TS:` and Ember's [`NOW_ANNOTATION`]).
 //! - [`encode_command`]: a command as RESP, the way it is appended.
+//!
+//! # Format version of Ember's extensions
+//! What Ember adds to Redis's AOF (the [`NOW_ANNOTATION`] lines, Ember-only commands such
+//! as `NEXPIREAT` and `TAG.SET`, Ember-only types in `RESTORE` payloads) has a version,
+//! [`FORMAT_VERSION`]. A writer puts the annotation `#ember-fmt:<version>`
+//! ([`encode_format`]) before the first thing it appends to a file, including a file it
+//! goes on appending to: the version holds for what follows it in that file. Redis skips
+//! it like any annotation. A file or part of a file without it (Redis's, or Ember's before
+//! the annotation existed) is version 1. [`CommandReader`] refuses a version newer than
+//! [`FORMAT_VERSION`] with [`ReadError::NewerFormat`] where it meets the annotation, so an
+//! older Ember stops instead of replaying commands it would run differently.
 
 use std::io::{BufRead, Read};
 
@@ -17,6 +28,14 @@ use std::io::{BufRead, Read};
 /// ran at, so a replay evaluates expiry (and stream IDs, idle times) exactly as the original
 /// run did. Redis skips annotation lines.
 pub const NOW_ANNOTATION: &[u8] = b"#NOW:";
+
+/// Ember's format annotation: `#ember-fmt:<version>` gives the version of Ember's
+/// extensions used by what follows it in the file (see the module docs).
+pub const FORMAT_ANNOTATION: &[u8] = b"#ember-fmt:";
+
+/// The version of Ember's AOF extensions this build writes, and the newest it reads.
+/// Files (and parts of files) without a [`FORMAT_ANNOTATION`] are version 1.
+pub const FORMAT_VERSION: u16 = 1;
 
 /// Longest annotation line Redis accepts (`AOF_ANNOTATION_LINE_MAX_LEN`).
 pub const ANNOTATION_MAX: usize = 1024;
@@ -362,6 +381,13 @@ pub fn encode_now(out: &mut Vec<u8>, now_ns: u64) {
     out.extend_from_slice(b"\r\n");
 }
 
+/// Appends Ember's format annotation for [`FORMAT_VERSION`].
+pub fn encode_format(out: &mut Vec<u8>) {
+    out.extend_from_slice(FORMAT_ANNOTATION);
+    out.extend_from_slice(itoa::Buffer::new().format(FORMAT_VERSION).as_bytes());
+    out.extend_from_slice(b"\r\n");
+}
+
 /// One element of an AOF file.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Item {
@@ -378,6 +404,24 @@ impl Item {
             Item::Annotation(a) => {
                 let v = a.strip_prefix(&NOW_ANNOTATION[1..])?;
                 std::str::from_utf8(v).ok()?.parse().ok()
+            }
+            Item::Command(_) => None,
+        }
+    }
+
+    /// The version of a [`FORMAT_ANNOTATION`] line, if this is one: `Some(None)` when the
+    /// version is not a number from 1 up.
+    pub fn format_version(&self) -> Option<Option<u64>> {
+        match self {
+            Item::Annotation(a) => {
+                let v = a.strip_prefix(&FORMAT_ANNOTATION[1..])?;
+                Some(
+                    std::str::from_utf8(v)
+                        .ok()
+                        .filter(|t| !t.is_empty() && t.bytes().all(|c| c.is_ascii_digit()))
+                        .and_then(|t| t.parse().ok())
+                        .filter(|&n| n != 0),
+                )
             }
             Item::Command(_) => None,
         }
@@ -402,6 +446,17 @@ pub enum ReadError {
         /// What is wrong.
         msg: String,
     },
+    /// A format annotation declares a version of Ember's extensions newer than this build
+    /// reads (the file was written by a newer Ember).
+    #[error("the file uses Ember AOF format version {found} (annotation #ember-fmt at offset {offset}); this build reads Ember AOF format versions 1 to {max}: it was written by a newer Ember")]
+    NewerFormat {
+        /// Offset of the annotation.
+        offset: u64,
+        /// The version it declares.
+        found: u64,
+        /// The newest version this build reads ([`FORMAT_VERSION`]).
+        max: u16,
+    },
     /// Reading failed.
     #[error("I/O error: {0}")]
     Io(#[from] std::io::Error),
@@ -413,6 +468,8 @@ pub struct CommandReader<R> {
     pos: u64,
     max_bulk: u64,
     line: Vec<u8>,
+    /// The format version of what is being read (the last format annotation's, else 1).
+    format: u16,
 }
 
 /// Most arguments one command may have.
@@ -426,6 +483,7 @@ impl<R: BufRead> CommandReader<R> {
             pos: 0,
             max_bulk,
             line: Vec::new(),
+            format: 1,
         }
     }
 
@@ -439,6 +497,12 @@ impl<R: BufRead> CommandReader<R> {
     /// The offset just past the last complete item.
     pub fn offset(&self) -> u64 {
         self.pos
+    }
+
+    /// The version of Ember's extensions in effect: the last format annotation's, or 1
+    /// before any.
+    pub fn format(&self) -> u16 {
+        self.format
     }
 
     /// Reads one line (with its `\n`) of at most `max` bytes into `self.line`. Ok(false) at
@@ -477,9 +541,27 @@ impl<R: BufRead> CommandReader<R> {
         }
         let mut cur = start + self.line.len() as u64;
         if self.line[0] == b'#' {
-            let body = strip_eol(&self.line[1..]).to_vec();
+            let item = Item::Annotation(strip_eol(&self.line[1..]).to_vec());
+            if let Some(version) = item.format_version() {
+                let Some(found) = version else {
+                    return Err(ReadError::Corrupt {
+                        offset: start,
+                        msg: format!("bad format annotation {}", show(&self.line)),
+                    });
+                };
+                match u16::try_from(found) {
+                    Ok(v) if v <= FORMAT_VERSION => self.format = v,
+                    _ => {
+                        return Err(ReadError::NewerFormat {
+                            offset: start,
+                            found,
+                            max: FORMAT_VERSION,
+                        })
+                    }
+                }
+            }
             self.pos = cur;
-            return Ok(Some(Item::Annotation(body)));
+            return Ok(Some(item));
         }
         let argc = match header(&self.line, b'*') {
             Some(n) if (1..=MAX_ARGS).contains(&n) => n,
@@ -690,5 +772,67 @@ mod tests {
         assert!(matches!(err, Some(ReadError::Corrupt { .. })));
         let (_, err, _) = read_all(b"*0\r\n");
         assert!(matches!(err, Some(ReadError::Corrupt { .. })));
+    }
+
+    #[test]
+    fn format_version_1_round_trip() {
+        let mut f = Vec::new();
+        encode_format(&mut f);
+        assert_eq!(f, b"#ember-fmt:1\r\n");
+        encode_now(&mut f, 7);
+        encode_command(&mut f, &["NEXPIREAT", "k", "123"]);
+        let mut r = CommandReader::new(&f[..], 1 << 20);
+        let first = r.next_item().unwrap().unwrap();
+        assert_eq!(first.format_version(), Some(Some(1)));
+        assert_eq!(r.format(), 1);
+        let (items, err, off) = read_all(&f);
+        assert!(err.is_none());
+        assert_eq!((items.len(), off), (3, f.len() as u64));
+    }
+
+    #[test]
+    fn format_legacy_file_without_annotation_reads_as_version_1() {
+        let mut f = Vec::new();
+        encode_now(&mut f, 7);
+        encode_command(&mut f, &["SET", "k", "v"]);
+        let mut r = CommandReader::new(&f[..], 1 << 20);
+        while r.next_item().unwrap().is_some() {}
+        assert_eq!(r.format(), 1);
+    }
+
+    #[test]
+    fn format_version_2_is_refused_with_a_clear_error() {
+        let mut f = Vec::new();
+        encode_command(&mut f, &["SET", "a", "1"]);
+        let at = f.len() as u64;
+        f.extend_from_slice(b"#ember-fmt:2\r\n");
+        encode_command(&mut f, &["SET", "b", "2"]);
+        let (items, err, off) = read_all(&f);
+        assert_eq!((items.len(), off), (1, at));
+        let e = err.unwrap();
+        assert!(
+            matches!(e, ReadError::NewerFormat { offset, found: 2, max: 1 } if offset == at),
+            "{e:?}"
+        );
+        assert_eq!(
+            e.to_string(),
+            format!("the file uses Ember AOF format version 2 (annotation #ember-fmt at offset {at}); this build reads Ember AOF format versions 1 to 1: it was written by a newer Ember")
+        );
+        // Not a version: corruption at the annotation.
+        for bad in [
+            &b"#ember-fmt:\r\n"[..],
+            b"#ember-fmt:0\r\n",
+            b"#ember-fmt:x\r\n",
+        ] {
+            let (_, err, _) = read_all(bad);
+            assert!(
+                matches!(err, Some(ReadError::Corrupt { offset: 0, .. })),
+                "{err:?}"
+            );
+        }
+        // Other annotations are still just annotations.
+        let (items, err, _) = read_all(b"#ember-fmtx\r\n#TS:1\r\n");
+        assert!(err.is_none());
+        assert_eq!(items.len(), 2);
     }
 }

@@ -21,6 +21,12 @@
 //! # Snapshot
 //! The topology in the same encoding as `INIT`'s argument, and the function libraries as
 //! FUNCTION DUMP's payload.
+//!
+//! # Format versions
+//! These commands and this snapshot are version [`raft::ENTRY_FORMAT`] and
+//! [`raft::SNAPSHOT_FORMAT`] of Raft entries and snapshots, versioned and checked by the
+//! raft crate (see `state_machine.rs`): a change a node of this release would apply or
+//! install differently bumps them.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Weak};

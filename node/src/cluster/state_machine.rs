@@ -25,6 +25,16 @@
 //! times. Installing one deletes the group's keys and loads the stream's; other groups'
 //! keys are not touched, and a stream that does not decode changes nothing.
 //!
+//! # Format versions
+//! The entry encoding above (RESP arrays, [`BATCH_MARKER`], [`TX_COMMAND`],
+//! [`RESP3_COMMAND`], [`FCALL_COMMAND`], and the metadata commands of [`super::meta`]) is
+//! version [`raft::ENTRY_FORMAT`] of a Raft entry: the raft crate carries the version in
+//! each request and refuses to apply a newer one (the group stops, logged). A change to
+//! what an entry means that a node of this release would apply differently bumps it.
+//! Likewise a group snapshot (this RDB stream, or the metadata group's `EMBER-META`
+//! array) is version [`raft::SNAPSHOT_FORMAT`] of a Raft snapshot; the RDB stream also
+//! carries storage's `ember-fmt` field, checked by [`rdb::load`] on install.
+//!
 //! # Requirements on the node
 //! `appendonly no` (the Raft log is the durability; the AOF would stamp commands with the
 //! local clock), and no background expiry or eviction deciding differently per replica on

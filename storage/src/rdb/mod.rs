@@ -9,6 +9,20 @@
 //! an `ember-ext` AUX field just before the key it belongs to; Redis skips unknown AUX
 //! fields, so such a file still loads in `redis-server` (without that metadata).
 //!
+//! # Format version of Ember's extensions
+//! What Ember adds to Redis's RDB (the `ember-ext` AUX field, the vector-set type
+//! byte `0xE0` and its bytes) has a version of its own, [`FORMAT_VERSION`].
+//! [`Writer::new`] writes it right after the header as the AUX field `ember-fmt`
+//! ([`FORMAT_AUX`], decimal text); Redis ignores it, so a file without Ember-only data
+//! still loads in `redis-server`. [`load`] reads a file without that field (Redis's, or
+//! one written by Ember before the field existed) as version 1, and refuses a version
+//! newer than [`FORMAT_VERSION`] with [`RdbError::NewerFormat`] where it meets the field
+//! (before any key, where Ember writes it). Any change that an older Ember would read
+//! wrongly bumps the version, so the older Ember stops with that error instead of loading
+//! something else. The `ember-ext` payload starts with its own layout byte
+//! ([`EXT_LAYOUT`]) and a vector set's bytes with theirs (`EMBV`, version 2), both
+//! checked on read.
+//!
 //! - [`write`]: encoding values and keys, [`Writer`] for files, [`dump_payload`].
 //! - [`read`]: [`load`] for files, [`restore_payload`] for DUMP payloads.
 //! - [`packed`]: listpack, ziplist and intset; [`lzf`]: LZF.
@@ -29,6 +43,13 @@ pub const RDB_VERSION: u16 = 10;
 pub const MAX_READ_VERSION: u16 = 11;
 /// AUX field carrying Ember-only metadata of the next key.
 pub const EXT_AUX: &[u8] = b"ember-ext";
+/// AUX field carrying the version of Ember's extensions used in the file (decimal text).
+pub const FORMAT_AUX: &[u8] = b"ember-fmt";
+/// The version of Ember's RDB extensions this build writes, and the newest it reads.
+/// Files without a [`FORMAT_AUX`] field are version 1.
+pub const FORMAT_VERSION: u16 = 1;
+/// The layout byte that starts an `ember-ext` payload (the only one there is so far).
+pub const EXT_LAYOUT: u8 = 1;
 
 /// Redis's CRC64 (Jones polynomial, reflected), used for files and DUMP payloads.
 pub static CRC64: Crc<u64, Table<16>> = Crc::<u64, Table<16>>::new(&CRC_64_REDIS);
@@ -97,6 +118,17 @@ pub enum RdbError {
         offset: u64,
         /// What is wrong.
         msg: String,
+    },
+    /// The file uses a version of Ember's extensions newer than this build reads
+    /// (written by a newer Ember).
+    #[error(
+        "the RDB file uses Ember format version {found} (AUX field ember-fmt); this build reads Ember format versions 1 to {max}: it was written by a newer Ember"
+    )]
+    NewerFormat {
+        /// The version the file declares.
+        found: u64,
+        /// The newest version this build reads ([`FORMAT_VERSION`]).
+        max: u16,
     },
     /// The checksum does not match.
     #[error("RDB checksum mismatch: file says {expected:016x}, data gives {actual:016x}")]

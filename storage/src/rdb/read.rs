@@ -8,7 +8,10 @@ use std::io::{self, Read};
 use crc::{Digest, Table};
 
 use super::packed::{self, Elem};
-use super::{lzf, op, ty, KeyExt, RdbError, CRC64, EXT_AUX, MAX_READ_VERSION};
+use super::{
+    lzf, op, ty, KeyExt, RdbError, CRC64, EXT_AUX, EXT_LAYOUT, FORMAT_AUX, FORMAT_VERSION,
+    MAX_READ_VERSION,
+};
 use crate::hash::Hash;
 use crate::list::List;
 use crate::set::Set;
@@ -43,6 +46,8 @@ pub enum Loaded {
 pub struct LoadStats {
     /// RDB version of the file.
     pub version: u16,
+    /// Version of Ember's extensions the file declares (`ember-fmt`; 1 when it has none).
+    pub ember_format: u16,
     /// Keys read.
     pub keys: u64,
     /// AUX fields (name, value), Ember's own excluded.
@@ -561,6 +566,7 @@ pub fn load<R: Read>(r: R, mut f: impl FnMut(Loaded) -> Result<()>) -> Result<Lo
     };
     let mut stats = LoadStats {
         version,
+        ember_format: 1,
         ..LoadStats::default()
     };
     let mut db = 0usize;
@@ -593,9 +599,17 @@ pub fn load<R: Read>(r: R, mut f: impl FnMut(Loaded) -> Result<()>) -> Result<Lo
                 let v = src.string()?;
                 if k == EXT_AUX {
                     ext = match parse_ext(&v) {
-                        Some(e) => e,
-                        None => return src.corrupt("bad ember-ext field"),
+                        Ok(e) => e,
+                        Err(why) => return src.corrupt(why),
                     };
+                } else if k == FORMAT_AUX {
+                    stats.ember_format = check_format(&v).or_else(|e| match e {
+                        Some(e) => Err(e),
+                        None => src.corrupt(format!(
+                            "bad ember-fmt field {:?}",
+                            String::from_utf8_lossy(&v)
+                        )),
+                    })?;
                 } else {
                     stats.aux.push((k, v));
                 }
@@ -640,26 +654,49 @@ pub fn load<R: Read>(r: R, mut f: impl FnMut(Loaded) -> Result<()>) -> Result<Lo
     Ok(stats)
 }
 
-fn parse_ext(v: &[u8]) -> Option<KeyExt> {
+/// The version in an `ember-fmt` field: `Err(Some(_))` for a version newer than this build
+/// reads, `Err(None)` for a value that is not a version (not decimal, or 0).
+fn check_format(v: &[u8]) -> std::result::Result<u16, Option<RdbError>> {
+    let found: u64 = std::str::from_utf8(v)
+        .ok()
+        .filter(|t| !t.is_empty() && t.bytes().all(|c| c.is_ascii_digit()))
+        .and_then(|t| t.parse().ok())
+        .filter(|&n| n != 0)
+        .ok_or(None)?;
+    match u16::try_from(found) {
+        Ok(n) if n <= FORMAT_VERSION => Ok(n),
+        _ => Err(Some(RdbError::NewerFormat {
+            found,
+            max: FORMAT_VERSION,
+        })),
+    }
+}
+
+/// Decodes an `ember-ext` payload; the error says what is wrong.
+fn parse_ext(v: &[u8]) -> std::result::Result<KeyExt, String> {
     let mut src = Src {
         r: v,
         pos: 0,
         digest: CRC64.digest(),
     };
-    if src.byte().ok()? != 1 {
-        return None;
+    let bad = || "bad ember-ext field".to_string();
+    let layout = src.byte().map_err(|_| bad())?;
+    if layout != EXT_LAYOUT {
+        return Err(format!(
+            "ember-ext field of layout {layout}; this build reads layout {EXT_LAYOUT} (written by a newer Ember?)"
+        ));
     }
-    let sub = src.len().ok()?;
+    let sub = src.len().map_err(|_| bad())?;
     if sub >= 1_000_000 {
-        return None;
+        return Err(bad());
     }
-    let n = src.count().ok()?;
+    let n = src.count().map_err(|_| bad())?;
     let mut tags = Vec::new();
     for _ in 0..n {
-        let l = src.len().ok()?;
-        tags.push(src.bytes(l).ok()?);
+        let l = src.len().map_err(|_| bad())?;
+        tags.push(src.bytes(l).map_err(|_| bad())?);
     }
-    Some(KeyExt {
+    Ok(KeyExt {
         sub_ms_ns: sub as u32,
         tags,
     })

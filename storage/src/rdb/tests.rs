@@ -302,3 +302,104 @@ fn damaged_files_are_reported_with_offsets() {
 fn crc64_check_value() {
     assert_eq!(CRC64.checksum(b"123456789"), 0xe9c6d914c4b8d9ca);
 }
+
+/// A file by hand: header, the given AUX fields, one string key `k` = `v`, EOF, CRC64.
+fn file_with_aux(aux: &[(&[u8], &[u8])]) -> Vec<u8> {
+    let mut f = b"REDIS0010".to_vec();
+    for (k, v) in aux {
+        f.push(op::AUX);
+        write::put_str(&mut f, k, false);
+        write::put_str(&mut f, v, false);
+    }
+    f.push(ty::STRING);
+    write::put_str(&mut f, b"k", false);
+    write::put_str(&mut f, b"v", false);
+    f.push(op::EOF);
+    let crc = CRC64.checksum(&f);
+    f.extend_from_slice(&crc.to_le_bytes());
+    f
+}
+
+fn keys_of(file: &[u8]) -> Result<(LoadStats, Vec<Vec<u8>>), RdbError> {
+    let mut keys = Vec::new();
+    let stats = load(file, |l| {
+        if let Loaded::Key { key, .. } = l {
+            keys.push(key);
+        }
+        Ok(())
+    })?;
+    Ok((stats, keys))
+}
+
+#[test]
+fn format_version_1_is_written_and_read_back() {
+    let file = write_file(&[(
+        0,
+        b"k".to_vec(),
+        Value::String(RString::from_bytes(b"v")),
+        0,
+        vec![],
+    )]);
+    // Right after the header: AUX "ember-fmt" = 1 (integer-encoded, as Redis writes "1").
+    let mut head = b"REDIS0010".to_vec();
+    head.push(op::AUX);
+    write::put_str(&mut head, FORMAT_AUX, false);
+    write::put_str(&mut head, b"1", false);
+    assert!(file.starts_with(&head));
+    let (stats, keys) = keys_of(&file).unwrap();
+    assert_eq!(stats.ember_format, 1);
+    assert_eq!(keys, vec![b"k".to_vec()]);
+    // Ember's own field is not reported among the file's AUX fields.
+    assert!(stats.aux.iter().all(|(k, _)| k != FORMAT_AUX));
+}
+
+#[test]
+fn format_legacy_file_without_the_field_reads_as_version_1() {
+    // What Ember wrote before the field existed (and what Redis writes).
+    let (stats, keys) = keys_of(&file_with_aux(&[(b"redis-ver", b"7.0.15")])).unwrap();
+    assert_eq!(stats.ember_format, 1);
+    assert_eq!(keys, vec![b"k".to_vec()]);
+    // An explicit "1" as text reads the same.
+    let (stats, _) = keys_of(&file_with_aux(&[(FORMAT_AUX, b"1")])).unwrap();
+    assert_eq!(stats.ember_format, 1);
+}
+
+#[test]
+fn format_version_2_is_refused_with_a_clear_error() {
+    let e = keys_of(&file_with_aux(&[(FORMAT_AUX, b"2")])).unwrap_err();
+    assert!(
+        matches!(
+            e,
+            RdbError::NewerFormat {
+                found: 2,
+                max: FORMAT_VERSION
+            }
+        ),
+        "{e:?}"
+    );
+    assert_eq!(
+        e.to_string(),
+        "the RDB file uses Ember format version 2 (AUX field ember-fmt); this build reads Ember format versions 1 to 1: it was written by a newer Ember"
+    );
+    // Refused before any key is handed out.
+    let mut seen = 0;
+    assert!(
+        load(&file_with_aux(&[(FORMAT_AUX, b"99999999999")])[..], |_| {
+            seen += 1;
+            Ok(())
+        })
+        .is_err()
+    );
+    assert_eq!(seen, 0);
+    // Not a version at all: corrupt, not "newer".
+    for bad in [&b""[..], b"0", b"x", b"-1", b" 1"] {
+        let e = keys_of(&file_with_aux(&[(FORMAT_AUX, bad)])).unwrap_err();
+        assert!(matches!(e, RdbError::Corrupt { .. }), "{bad:?}: {e:?}");
+    }
+    // An ember-ext payload of an unknown layout is refused, naming it.
+    let mut ext = vec![EXT_LAYOUT + 1];
+    write::put_len(&mut ext, 0);
+    write::put_len(&mut ext, 0);
+    let e = keys_of(&file_with_aux(&[(EXT_AUX, &ext)])).unwrap_err();
+    assert!(e.to_string().contains("ember-ext field of layout 2"), "{e}");
+}

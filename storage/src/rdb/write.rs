@@ -5,7 +5,9 @@ use std::io::{self, Write};
 use crc::{Digest, Table};
 
 use super::packed::ListpackWriter;
-use super::{lzf, op, ty, KeyExt, CRC64, EXT_AUX, RDB_VERSION};
+use super::{
+    lzf, op, ty, KeyExt, CRC64, EXT_AUX, EXT_LAYOUT, FORMAT_AUX, FORMAT_VERSION, RDB_VERSION,
+};
 use crate::stream::{Stream, StreamId};
 use crate::value::{parse_canonical_i64, Value};
 
@@ -230,7 +232,7 @@ pub fn encode_key(
         tags: tags.iter().map(|t| t.to_vec()).collect(),
     };
     if !ext.is_empty() {
-        let mut payload = vec![1u8];
+        let mut payload = vec![EXT_LAYOUT];
         put_len(&mut payload, u64::from(ext.sub_ms_ns));
         put_len(&mut payload, ext.tags.len() as u64);
         for t in &ext.tags {
@@ -261,8 +263,8 @@ pub fn dump_payload(v: &Value) -> Vec<u8> {
     out
 }
 
-/// Writes an RDB file: header, then AUX fields, databases and keys in the order given,
-/// then the EOF marker and checksum ([`Writer::finish`]).
+/// Writes an RDB file: header and the `ember-fmt` AUX field, then AUX fields, databases
+/// and keys in the order given, then the EOF marker and checksum ([`Writer::finish`]).
 pub struct Writer<W: Write> {
     w: W,
     digest: Digest<'static, u64, Table<16>>,
@@ -272,7 +274,8 @@ pub struct Writer<W: Write> {
 }
 
 impl<W: Write> Writer<W> {
-    /// Starts a file on `w` (writes the `REDIS0010` header).
+    /// Starts a file on `w`: the `REDIS0010` header, then the version of Ember's
+    /// extensions as the AUX field `ember-fmt` (see the module docs).
     pub fn new(w: W, compress: bool) -> io::Result<Self> {
         let mut me = Writer {
             w,
@@ -281,6 +284,7 @@ impl<W: Write> Writer<W> {
             compress,
         };
         me.write_raw(format!("REDIS{RDB_VERSION:04}").as_bytes())?;
+        me.aux(FORMAT_AUX, FORMAT_VERSION.to_string().as_bytes())?;
         Ok(me)
     }
 
