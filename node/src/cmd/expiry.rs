@@ -153,6 +153,7 @@ fn expire_generic(
     let Some(e) = g.get() else {
         drop(g);
         ctx.out.int(0);
+        declare_expiry(ctx, args.arg(1), Form::Expire);
         return Ok(());
     };
     let current = e.expire_at();
