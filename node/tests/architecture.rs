@@ -1,5 +1,6 @@
 //! The node's structure, checked from its source: no code outside `cmd/` refers to a
-//! particular command by name. What the rest of the node needs to know about a command
+//! particular command by name, and modules use only their layer and those below (less
+//! the debt listed here, which may only shrink). What the rest of the node needs to know about a command
 //! (routing, blocking timeouts, busy-script answers, propagation) is declared on its spec
 //! next to its handler (see ARCHITECTURE.md).
 
@@ -231,6 +232,136 @@ fn no_code_outside_cmd_names_a_command() {
         moved.is_empty(),
         "no longer referenced: remove from TO_MOVE: {moved:?}"
     );
+}
+
+/// The node's modules by layer (ARCHITECTURE.md, "The node crate"): a module may use its
+/// own layer and those below.
+const LAYERS: &[(u8, &[&str])] = &[
+    (
+        0,
+        &["error", "stats", "registry", "effects", "client", "ctx"],
+    ),
+    (
+        1,
+        &[
+            "pubsub", "notify", "tracking", "watch", "blocking", "evict", "obuf", "aof",
+            "snapshot", "script", "busy", "config",
+        ],
+    ),
+    (2, &["cmd"]),
+    (3, &["server", "conn", "balance", "cluster", "main", "lib"]),
+];
+
+/// Uses that point up a layer today, (from, to): the debt issue 35 pays off. Kept exact: a
+/// new one fails the test, and one that is gone must leave the list.
+const UPWARD_TODAY: &[(&str, &str)] = &[
+    ("aof", "cmd"),
+    ("aof", "server"),
+    ("blocking", "server"),
+    ("busy", "cluster"),
+    ("busy", "cmd"),
+    ("busy", "conn"),
+    ("busy", "server"),
+    ("client", "blocking"),
+    ("client", "cluster"),
+    ("client", "pubsub"),
+    ("client", "tracking"),
+    ("client", "watch"),
+    ("cmd", "cluster"),
+    ("cmd", "server"),
+    ("ctx", "aof"),
+    ("ctx", "blocking"),
+    ("ctx", "notify"),
+    ("ctx", "server"),
+    ("evict", "cmd"),
+    ("evict", "server"),
+    ("notify", "server"),
+    ("pubsub", "server"),
+    ("registry", "server"),
+    ("script", "cluster"),
+    ("script", "server"),
+    ("snapshot", "cmd"),
+    ("snapshot", "server"),
+];
+
+/// The top-level modules of `crate::` that `code` uses (`crate::x` paths and
+/// `use crate::{x, y::z}` groups).
+fn crate_uses(code: &str) -> BTreeSet<String> {
+    let mut used = BTreeSet::new();
+    let ident = |s: &str| -> String {
+        s.chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+            .collect()
+    };
+    for (i, _) in code.match_indices("crate::") {
+        let rest = &code[i + "crate::".len()..];
+        if let Some(group) = rest.strip_prefix('{') {
+            let end = group.find('}').unwrap_or(group.len());
+            for part in group[..end].split(',') {
+                let name = ident(part.trim());
+                if !name.is_empty() {
+                    used.insert(name);
+                }
+            }
+        } else {
+            let name = ident(rest);
+            if !name.is_empty() {
+                used.insert(name);
+            }
+        }
+    }
+    used
+}
+
+#[test]
+fn modules_use_only_their_layer_and_below_but_for_the_listed_debt() {
+    let layer_of = |m: &str| {
+        LAYERS
+            .iter()
+            .find(|(_, ms)| ms.contains(&m))
+            .map(|(l, _)| *l)
+    };
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    let mut upward: BTreeSet<(String, String)> = BTreeSet::new();
+    for path in &files {
+        let rel = path
+            .strip_prefix(&src)
+            .expect("under src")
+            .to_string_lossy()
+            .replace('\\', "/");
+        let top = rel
+            .split('/')
+            .next()
+            .unwrap_or("")
+            .trim_end_matches(".rs")
+            .to_string();
+        let from = layer_of(&top).unwrap_or_else(|| panic!("module {top} has no layer"));
+        let text = std::fs::read_to_string(path).expect("read source");
+        for to in crate_uses(&code_of(&text)) {
+            if let Some(l) = layer_of(&to) {
+                if to != top && l > from {
+                    upward.insert((top.clone(), to));
+                }
+            }
+        }
+    }
+    let known: BTreeSet<(String, String)> = UPWARD_TODAY
+        .iter()
+        .map(|(a, b)| (a.to_string(), b.to_string()))
+        .collect();
+    let new: Vec<_> = upward.difference(&known).collect();
+    assert!(new.is_empty(), "new uses that point up a layer: {new:?}");
+    let paid: Vec<_> = known.difference(&upward).collect();
+    assert!(paid.is_empty(), "gone (remove from UPWARD_TODAY): {paid:?}");
+}
+
+#[test]
+fn crate_uses_are_found_in_paths_and_groups() {
+    let used = crate_uses("use crate::{a, b::c};\nlet x = crate::d::e(); use crate::f;");
+    let want: BTreeSet<String> = ["a", "b", "d", "f"].iter().map(|s| s.to_string()).collect();
+    assert_eq!(used, want);
 }
 
 #[test]
