@@ -85,6 +85,25 @@ fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
+/// Every source file of `node/src`: its path under `src/` and its code ([`code_of`]).
+fn sources() -> Vec<(String, String)> {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    files
+        .iter()
+        .map(|path| {
+            let rel = path
+                .strip_prefix(&src)
+                .expect("under src")
+                .to_string_lossy()
+                .replace('\\', "/");
+            let text = std::fs::read_to_string(path).expect("read source");
+            (rel, code_of(&text))
+        })
+        .collect()
+}
+
 /// The file's code before its unit tests (`#[cfg(test)] mod ...`), comments dropped.
 fn code_of(text: &str) -> String {
     let mut code = String::new();
@@ -184,21 +203,12 @@ fn literals(code: &str) -> Vec<String> {
 fn no_code_outside_cmd_names_a_command() {
     let names = command_names();
     assert!(names.contains("set") && names.contains("client|caching"));
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let mut files = Vec::new();
-    rust_files(&src, &mut files);
     let mut found: BTreeSet<(String, String)> = BTreeSet::new();
-    for path in &files {
-        let rel = path
-            .strip_prefix(&src)
-            .expect("under src")
-            .to_string_lossy()
-            .replace('\\', "/");
+    for (rel, code) in sources() {
         if rel.starts_with("cmd/") {
             continue;
         }
-        let text = std::fs::read_to_string(path).expect("read source");
-        for lit in literals(&code_of(&text)) {
+        for lit in literals(&code) {
             if names.contains(&lit.to_ascii_lowercase()) {
                 found.insert((rel.clone(), lit));
             }
@@ -321,16 +331,8 @@ fn modules_use_only_their_layer_and_below_but_for_the_listed_debt() {
             .find(|(_, ms)| ms.contains(&m))
             .map(|(l, _)| *l)
     };
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let mut files = Vec::new();
-    rust_files(&src, &mut files);
     let mut upward: BTreeSet<(String, String)> = BTreeSet::new();
-    for path in &files {
-        let rel = path
-            .strip_prefix(&src)
-            .expect("under src")
-            .to_string_lossy()
-            .replace('\\', "/");
+    for (rel, code) in sources() {
         let top = rel
             .split('/')
             .next()
@@ -338,8 +340,7 @@ fn modules_use_only_their_layer_and_below_but_for_the_listed_debt() {
             .trim_end_matches(".rs")
             .to_string();
         let from = layer_of(&top).unwrap_or_else(|| panic!("module {top} has no layer"));
-        let text = std::fs::read_to_string(path).expect("read source");
-        for to in crate_uses(&code_of(&text)) {
+        for to in crate_uses(&code) {
             if let Some(l) = layer_of(&to) {
                 if to != top && l > from {
                     upward.insert((top.clone(), to));

@@ -17,6 +17,18 @@ pub const REDIS_COMPAT_VERSION: &str = "7.2.0";
 
 const C: Group = Group::Connection;
 
+/// The flags QUIT and RESET share: allowed in every state a connection can be in (before
+/// AUTH, subscribed, while a script is busy, queueing a transaction with memory full).
+const ENDS_CONNECTION_STATE: u32 = NOSCRIPT
+    | LOADING
+    | STALE
+    | FAST
+    | NO_AUTH
+    | ALLOW_BUSY
+    | TX_CONTROL
+    | SUB_OK
+    | OOM_OK_IN_MULTI;
+
 /// Connection commands.
 pub static COMMANDS: &[CommandSpec] = &[
     CommandSpec::new("ping", -1, FAST | SUB_OK, (0, 0, 0), C, ping)
@@ -43,41 +55,11 @@ pub static COMMANDS: &[CommandSpec] = &[
     CommandSpec::new("select", 2, LOADING | STALE | FAST, (0, 0, 0), C, select)
         .doc("Changes the selected database.", "1.0.0")
         .routed(ClusterRoute::DbZeroOnly),
-    CommandSpec::new(
-        "quit",
-        -1,
-        NOSCRIPT
-            | LOADING
-            | STALE
-            | FAST
-            | NO_AUTH
-            | ALLOW_BUSY
-            | TX_CONTROL
-            | SUB_OK
-            | OOM_OK_IN_MULTI,
-        (0, 0, 0),
-        C,
-        quit,
-    )
-    .doc("Closes the connection.", "1.0.0"),
-    CommandSpec::new(
-        "reset",
-        1,
-        NOSCRIPT
-            | LOADING
-            | STALE
-            | FAST
-            | NO_AUTH
-            | ALLOW_BUSY
-            | TX_CONTROL
-            | SUB_OK
-            | OOM_OK_IN_MULTI,
-        (0, 0, 0),
-        C,
-        reset,
-    )
-    .doc("Resets the connection.", "6.2.0")
-    .routed(ClusterRoute::EndWatch),
+    CommandSpec::new("quit", -1, ENDS_CONNECTION_STATE, (0, 0, 0), C, quit)
+        .doc("Closes the connection.", "1.0.0"),
+    CommandSpec::new("reset", 1, ENDS_CONNECTION_STATE, (0, 0, 0), C, reset)
+        .doc("Resets the connection.", "6.2.0")
+        .routed(ClusterRoute::EndWatch),
     CommandSpec::container("client", C, CLIENT_SUBCOMMANDS)
         .doc("A container for client connection commands.", "2.4.0"),
 ];
