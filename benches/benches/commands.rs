@@ -7,7 +7,8 @@ use std::sync::Arc;
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use node::client::{BlockMode, Client, ClientInfo};
 use node::config::Config;
-use node::ctx::{run_command, Ctx};
+use node::ctx::Ctx;
+use node::exec::run_command;
 use node::server::Server;
 use resp::{Args, Limits, Protocol, ReplyWriter, RequestParser};
 

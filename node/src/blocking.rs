@@ -23,7 +23,8 @@ use storage::clock;
 use tokio::sync::oneshot;
 
 use crate::client::{BlockMode, Client, ClientInfo};
-use crate::ctx::{run_command, CmdRng, Ctx};
+use crate::ctx::{CmdRng, Ctx};
+use crate::exec::run_command;
 use crate::server::Server;
 use crate::stats::WorkerStats;
 
@@ -298,4 +299,42 @@ fn run_waiter(
     }
     let ready = std::mem::take(&mut client.ready_keys);
     Some((out.buffer().to_vec(), ready))
+}
+
+/// The blocking half of a handler's context.
+impl Ctx<'_> {
+    /// Asks to block on `keys` until `deadline` (a blocking command found nothing to take).
+    /// Inside MULTI/EXEC or a script it answers `on_timeout` at once, as Redis does.
+    pub fn block(
+        &mut self,
+        keys: Vec<Vec<u8>>,
+        deadline: Option<std::time::Instant>,
+        on_timeout: TimeoutReply,
+    ) {
+        if self.client.block_mode == BlockMode::NoBlock {
+            on_timeout.write(self.out);
+            self.client.fx.nothing();
+            return;
+        }
+        self.client.block_request = Some(BlockRequest {
+            keys,
+            deadline,
+            on_timeout,
+            rewrite: None,
+            serve_errors: false,
+        });
+    }
+
+    /// As [`Ctx::block`], with the arguments to run again (`rewrite`) and whether an error
+    /// from such a run is delivered rather than kept blocked (`serve_errors`). Returns false
+    /// (after answering `on_timeout`) inside MULTI/EXEC or a script.
+    pub fn block_with(&mut self, req: BlockRequest) -> bool {
+        if self.client.block_mode == BlockMode::NoBlock {
+            req.on_timeout.write(self.out);
+            self.client.fx.nothing();
+            return false;
+        }
+        self.client.block_request = Some(req);
+        true
+    }
 }

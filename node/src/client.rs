@@ -66,6 +66,8 @@ pub struct ClientInfo {
     pub adopt: Mutex<Option<crate::pubsub::Adoptable>>,
     /// `adopt` holds a mailbox.
     pub adopt_pending: AtomicBool,
+    /// In MONITOR mode (CLIENT LIST flag `O`; output-buffer class `replica`).
+    pub monitor: AtomicBool,
 }
 
 impl ClientInfo {
@@ -96,6 +98,7 @@ impl ClientInfo {
             busy_pending: AtomicBool::new(false),
             adopt: Mutex::new(None),
             adopt_pending: AtomicBool::new(false),
+            monitor: AtomicBool::new(false),
         }
     }
 
@@ -207,6 +210,11 @@ pub struct Client {
     /// While a script of a tracking client runs: the keys it declared, which a read
     /// command it calls makes tracked (Redis 7.0's trackingRememberKeys of the caller).
     pub script_keys: Option<Vec<Vec<u8>>>,
+    /// Set while a script or function of this client runs (its commands are shown to
+    /// MONITOR as `lua`).
+    pub in_script: bool,
+    /// Arguments of the running command that are secret ([`crate::ctx::Ctx::redact`]).
+    pub redacted: Vec<u32>,
     /// Keys written that blocked clients may wait on, beyond the command's own keys.
     pub ready_keys: crate::blocking::ReadyKeys,
     /// The transaction being queued (between MULTI and EXEC/DISCARD).
@@ -352,6 +360,8 @@ impl Client {
             subs: None,
             sub_rx: None,
             mailbox: None,
+            in_script: false,
+            redacted: Vec::new(),
             tracking: None,
             cluster: Default::default(),
             fx: Default::default(),

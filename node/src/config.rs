@@ -28,6 +28,9 @@ enum Kind {
     Events,
     /// A file name in the working directory, not a path (dbfilename).
     FileName,
+    /// Space-separated percentiles from 0 to 100, possibly none
+    /// (`latency-tracking-info-percentiles`).
+    Percentiles,
     /// `client-output-buffer-limit`: groups of class, hard, soft, seconds, merged into the
     /// value in force ([`crate::obuf::merge`]).
     OutputLimits,
@@ -448,6 +451,45 @@ static DIRECTIVES: &[Directive] = &[
         default: "1",
         mutable: true,
     },
+    Directive {
+        name: "latency-tracking",
+        kind: Kind::Bool,
+        default: "yes",
+        mutable: true,
+    },
+    Directive {
+        name: "slowlog-max-len",
+        kind: Kind::Int {
+            min: 0,
+            max: i64::MAX,
+        },
+        default: "128",
+        mutable: true,
+    },
+    Directive {
+        name: "slowlog-log-slower-than",
+        kind: Kind::Int {
+            min: -1,
+            max: i64::MAX,
+        },
+        default: "10000",
+        mutable: true,
+    },
+    Directive {
+        name: "latency-monitor-threshold",
+        kind: Kind::Int {
+            min: 0,
+            max: i64::MAX,
+        },
+        default: "0",
+        mutable: true,
+    },
+    Directive {
+        name: "latency-tracking-info-percentiles",
+        kind: Kind::Percentiles,
+        default: "50 99 99.9",
+        mutable: true,
+    },
 ];
 
 /// Redis 7.0's directives that Ember accepts, keeps and shows (CONFIG GET, CONFIG REWRITE)
@@ -652,12 +694,6 @@ static ACCEPTED: &[Directive] = &[
     },
     Directive {
         name: "replica-announced",
-        kind: Kind::Bool,
-        default: "yes",
-        mutable: true,
-    },
-    Directive {
-        name: "latency-tracking",
         kind: Kind::Bool,
         default: "yes",
         mutable: true,
@@ -1040,39 +1076,12 @@ static ACCEPTED: &[Directive] = &[
         mutable: true,
     },
     Directive {
-        name: "slowlog-max-len",
-        kind: Kind::Int {
-            min: 0,
-            max: i64::MAX,
-        },
-        default: "128",
-        mutable: true,
-    },
-    Directive {
         name: "acllog-max-len",
         kind: Kind::Int {
             min: 0,
             max: i64::MAX,
         },
         default: "128",
-        mutable: true,
-    },
-    Directive {
-        name: "slowlog-log-slower-than",
-        kind: Kind::Int {
-            min: -1,
-            max: i64::MAX,
-        },
-        default: "10000",
-        mutable: true,
-    },
-    Directive {
-        name: "latency-monitor-threshold",
-        kind: Kind::Int {
-            min: 0,
-            max: i64::MAX,
-        },
-        default: "0",
         mutable: true,
     },
     Directive {
@@ -1202,12 +1211,6 @@ static ACCEPTED: &[Directive] = &[
         name: "oom-score-adj-values",
         kind: Kind::Words,
         default: "0 200 800",
-        mutable: true,
-    },
-    Directive {
-        name: "latency-tracking-info-percentiles",
-        kind: Kind::Words,
-        default: "50 99 99.9",
         mutable: true,
     },
 ];
@@ -1557,6 +1560,21 @@ fn normalise(d: &Directive, args: &[String], current: &str) -> Result<String, St
             let words: Vec<&str> = args.iter().flat_map(|a| a.split_whitespace()).collect();
             if words.is_empty() {
                 return Err("wrong number of arguments".into());
+            }
+            Ok(words.join(" "))
+        }
+        Kind::Percentiles => {
+            let words: Vec<&str> = args.iter().flat_map(|a| a.split_whitespace()).collect();
+            for w in &words {
+                match w.parse::<f64>() {
+                    Ok(v) if (0.0..=100.0).contains(&v) => {}
+                    Ok(_) => {
+                        return Err(
+                            "latency-tracking-info-percentiles parameters should sit between [0.0,100.0]".into(),
+                        )
+                    }
+                    Err(_) => return Err("Invalid latency-tracking-info-percentiles parameters".into()),
+                }
             }
             Ok(words.join(" "))
         }

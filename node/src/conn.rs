@@ -279,6 +279,9 @@ impl Conn {
         let id = self.client.info.id;
         server.balance.left(self.worker);
         crate::cmd::pubsub::unsubscribe_all(server, &mut self.client);
+        if self.client.info.monitor.load(Relaxed) {
+            server.observe.remove_monitor(id);
+        }
         server.tracking.remove_client(id);
         let watched = std::mem::take(&mut self.client.watched);
         server.watches.unwatch_all(&self.client.info, &watched);
@@ -1224,6 +1227,14 @@ async fn route_and_run(
             }
             Routed::Done(r) => {
                 client.info.last_cmd.store(idx + 1, Relaxed);
+                // It ran through its group's log (the apply shows nothing to MONITOR): shown
+                // here, for the client that sent it. Redirections and refusals ran nothing.
+                if r.is_ok()
+                    && server.observe.monitors.active()
+                    && !spec.has(flags::SKIP_MONITOR | flags::ADMIN)
+                {
+                    server.observe.monitors.feed(client, args, false);
+                }
                 return finish(stats, client, out, mark, r, false);
             }
             Routed::Block(b) => {
@@ -1321,7 +1332,7 @@ fn run_now<'s>(
         rng: CmdRng::Thread,
         park,
     };
-    let (r, ended) = crate::ctx::run_command_inline(&mut ctx, idx, args, now);
+    let (r, ended) = crate::exec::run_command_inline(&mut ctx, idx, args, now);
     *clock = Some(ended);
     if let Some(req) = client.block_request.take() {
         if r.is_ok() {

@@ -4,7 +4,7 @@
 //!
 //! - Used memory is jemalloc's allocated bytes less what sits in thread caches (freed by
 //!   Ember, not yet returned to the arenas) and less the Lua heaps (not data, as in Redis:
-//!   [`crate::script::vm_memory`]), refreshed at most once a millisecond by
+//!   [`crate::stats::lua_memory`]), refreshed at most once a millisecond by
 //!   whichever command looks first ([`Evictor::used_memory`]).
 //! - LRU, LFU and TTL policies approximate the ideal victim by sampling, with Redis's
 //!   16-entry eviction pool kept across calls. Keys are spread over many shards by hash,
@@ -288,6 +288,10 @@ impl Evictor {
             }
         };
         drop(pool);
+        server
+            .observe
+            .latency
+            .add_if_needed("eviction-cycle", start.elapsed().as_nanos() as u64);
         self.evicted.fetch_add(n, Relaxed);
         if outcome == Outcome::Fail && self.refresh() <= max {
             return Outcome::Ok;
@@ -564,18 +568,20 @@ pub fn script_oom(server: &Server) -> bool {
 }
 
 /// Used memory as `maxmemory` counts it (INFO `used_memory`): jemalloc's allocated bytes
-/// less the bytes cached in thread caches (freed by Ember) and less the Lua heaps
-/// ([`crate::script::vm_memory`]), which are not data: as in Redis, a script's heap and
-/// its garbage never make eviction delete keys.
+/// less the bytes cached in thread caches (freed by Ember), the Lua heaps
+/// ([`crate::stats::lua_memory`]) and the slow log ([`crate::stats::SLOWLOG_MEMORY`]),
+/// which are not data: as in Redis, a script's heap and its garbage never make eviction
+/// delete keys, and neither does a long slow log.
 pub fn allocated_bytes() -> u64 {
     use tikv_jemalloc_ctl::{epoch, stats};
     let _ = epoch::advance();
     let allocated = stats::allocated::read().unwrap_or(0) as u64;
-    let (eval, functions) = crate::script::vm_memory();
+    let (eval, functions) = crate::stats::lua_memory();
     allocated
         .saturating_sub(tcache_bytes())
         .saturating_sub(eval)
         .saturating_sub(functions)
+        .saturating_sub(crate::stats::SLOWLOG_MEMORY.load(Relaxed))
 }
 
 /// Bytes held in jemalloc's thread caches, all arenas merged.

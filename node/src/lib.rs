@@ -8,6 +8,8 @@
 //! - [`registry`]: the static command table ([`registry::CommandSpec`]) used for dispatch,
 //!   arity, COMMAND, key positions and statistics.
 //! - [`cmd`]: command families, one file each, each exporting its `COMMANDS` table.
+//! - [`exec`]: the run stage every command goes through: handler, AOF, stats, observers.
+//! - [`observe`]: SLOWLOG, LATENCY and MONITOR, fed by [`exec`].
 //! - [`effects`]: what a write did, declared by its handler (SPOP as SREM ...), for the AOF.
 //! - [`blocking`]: clients blocked on keys (BLPOP ...), served by the writer's thread.
 //! - [`busy`]: `-BUSY` (and SCRIPT KILL) for the connections beside a busy script.
@@ -36,7 +38,9 @@ pub mod ctx;
 pub mod effects;
 pub mod error;
 pub mod evict;
+pub mod exec;
 pub mod notify;
+pub mod observe;
 pub mod obuf;
 pub mod pubsub;
 pub mod registry;

@@ -6,6 +6,7 @@
 
 use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
 
+use crate::ctx::Ctx;
 use crate::server::Server;
 
 /// `K`: publish on `__keyspace@<db>__:<key>`.
@@ -182,6 +183,41 @@ fn publish_recorded(server: &Server) {
             storage::events::KeyEvent::Removed => continue,
         };
         server.notify.publish(server, class, name, &key, db);
+    }
+}
+
+/// Keyspace events as a handler publishes them.
+impl Ctx<'_> {
+    /// Publishes keyspace event `event` of `class` (see [`crate::notify`]) on `key` in the
+    /// client's database, after the lazy expiries and new keys this command caused so far.
+    /// One atomic load while the class is off.
+    #[inline]
+    pub fn notify(&self, class: u32, event: &str, key: &[u8]) {
+        self.notify_db(class, event, key, self.client.db);
+    }
+
+    /// As [`Ctx::notify`] for a key in database `db` (MOVE, COPY ... DB).
+    pub fn notify_db(&self, class: u32, event: &str, key: &[u8], db: usize) {
+        if self.server.notify.wants(class) {
+            crate::notify::flush_recorded(self.server);
+            self.server
+                .notify
+                .publish(self.server, class, event, key, db);
+        }
+    }
+
+    /// Counts a lookup of `key` by a read command: a hit, or a miss (with its `keymiss`
+    /// event, as Redis's lookupKeyRead).
+    pub fn hit_key(&self, found: bool, key: &[u8]) {
+        self.hit(found);
+        if !found {
+            self.keymiss(key);
+        }
+    }
+
+    /// Publishes the `keymiss` event of a read lookup of `key` that found nothing.
+    pub fn keymiss(&self, key: &[u8]) {
+        self.notify(crate::notify::KEY_MISS, "keymiss", key);
     }
 }
 

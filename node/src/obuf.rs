@@ -207,7 +207,9 @@ impl SoftClock {
 
 /// The class of a client: `pubsub` while it holds a subscription, else `normal`.
 pub fn class_of(info: &crate::client::ClientInfo) -> Class {
-    if info.sub_counts.iter().any(|c| c.load(Relaxed) > 0) {
+    if info.monitor.load(Relaxed) {
+        Class::Replica
+    } else if info.sub_counts.iter().any(|c| c.load(Relaxed) > 0) {
         Class::Pubsub
     } else {
         Class::Normal

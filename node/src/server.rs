@@ -223,6 +223,9 @@ pub struct Live {
     pub epoch: AtomicU64,
     /// client-output-buffer-limit (shared with every mailbox).
     pub obuf: Arc<crate::obuf::Limits>,
+    /// latency-tracking: per-command latency histograms (LATENCY HISTOGRAM, INFO
+    /// latencystats).
+    pub latency_tracking: AtomicBool,
 }
 
 /// Changes the log level at run time (CONFIG SET loglevel).
@@ -297,6 +300,8 @@ pub struct Server {
     pub cluster: std::sync::OnceLock<Arc<crate::cluster::Cluster>>,
     /// Which workers take connections, and connections on their way between workers.
     pub balance: crate::balance::Balance,
+    /// SLOWLOG, LATENCY and MONITOR.
+    pub observe: crate::observe::Observers,
 }
 
 impl Server {
@@ -351,6 +356,7 @@ impl Server {
             evict: Default::default(),
             cluster: Default::default(),
             balance: crate::balance::Balance::new(threads),
+            observe: Default::default(),
         };
         s.apply_config();
         s
@@ -404,6 +410,13 @@ impl Server {
         l.auth_required
             .store(!c.get("requirepass").is_empty(), Relaxed);
         l.obuf.set_text(c.get("client-output-buffer-limit"));
+        l.latency_tracking
+            .store(c.get_bool("latency-tracking"), Relaxed);
+        self.observe.configure(
+            c.get("slowlog-log-slower-than").parse().unwrap_or(10_000),
+            c.get_u64("slowlog-max-len"),
+            c.get_u64("latency-monitor-threshold"),
+        );
         self.tracking.set_max_keys(
             usize::try_from(c.get_u64("tracking-table-max-keys")).unwrap_or(usize::MAX),
         );
@@ -750,6 +763,7 @@ fn spawn_expiry(server: Arc<Server>) -> Result<(), String> {
             }
             // Keep reaping while a round hits its budget, so a burst of expiries clears fast
             // without holding any one shard lock for long.
+            let cycle = Instant::now();
             for _ in 0..10 {
                 let tracking = &server.tracking;
                 let n = if server.notify.wants(crate::notify::EXPIRED) {
@@ -780,6 +794,10 @@ fn spawn_expiry(server: Arc<Server>) -> Result<(), String> {
                     break;
                 }
             }
+            server
+                .observe
+                .latency
+                .add_if_needed("expire-cycle", cycle.elapsed().as_nanos() as u64);
         })
         .map(|_| ())
         .map_err(|e| format!("can't start expiry thread: {e}"))

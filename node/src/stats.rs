@@ -15,6 +15,117 @@ pub struct CmdStat {
     pub rejected: AtomicU64,
     /// Calls that ran and replied with an error.
     pub failed: AtomicU64,
+    /// How long its calls took (`latency-tracking`), made at this worker's first call.
+    pub hist: std::sync::OnceLock<Box<Histogram>>,
+}
+
+impl CmdStat {
+    /// Counts a call of `ns` in the latency histogram.
+    #[inline]
+    pub fn record(&self, ns: u64) {
+        self.hist
+            .get_or_init(|| Box::new(Histogram::default()))
+            .record(ns);
+    }
+}
+
+/// Buckets of a [`Histogram`]: 4 per power of two from 4 ns to 2^40 ns (18 minutes);
+/// longer calls count in the last.
+pub const BUCKETS: usize = 4 + 39 * 4;
+
+/// Latencies of one command on one worker: log-linear buckets (each power of two split in
+/// four, so a bucket's bounds are within 25% of each other), written by the worker alone.
+pub struct Histogram {
+    counts: [AtomicU64; BUCKETS],
+}
+
+impl Default for Histogram {
+    fn default() -> Self {
+        Histogram {
+            counts: std::array::from_fn(|_| AtomicU64::new(0)),
+        }
+    }
+}
+
+impl Histogram {
+    /// The bucket `ns` counts in.
+    #[inline]
+    pub fn bucket(ns: u64) -> usize {
+        if ns < 4 {
+            return ns as usize;
+        }
+        let e = 63 - ns.leading_zeros() as usize;
+        let m = ((ns >> (e - 2)) & 3) as usize;
+        (4 + (e - 2) * 4 + m).min(BUCKETS - 1)
+    }
+
+    /// The largest value (ns) bucket `i` holds.
+    pub fn upper(i: usize) -> u64 {
+        if i < 4 {
+            return i as u64;
+        }
+        let e = (i - 4) / 4 + 2;
+        let m = ((i - 4) % 4) as u64;
+        ((5 + m) << (e - 2)) - 1
+    }
+
+    /// Counts one call of `ns`.
+    #[inline]
+    pub fn record(&self, ns: u64) {
+        WorkerStats::add(&self.counts[Self::bucket(ns)], 1);
+    }
+
+    /// Adds this histogram's counts into `into`.
+    pub fn add_to(&self, into: &mut [u64; BUCKETS]) {
+        for (a, c) in into.iter_mut().zip(self.counts.iter()) {
+            *a += c.load(Relaxed);
+        }
+    }
+
+    fn reset(&self) {
+        for c in &self.counts {
+            c.store(0, Relaxed);
+        }
+    }
+}
+
+/// The value (ns) at percentile `p` (0 to 100) of `counts`: the upper bound of the bucket
+/// it falls in (0 with no calls).
+pub fn percentile(counts: &[u64; BUCKETS], p: f64) -> u64 {
+    let total: u64 = counts.iter().sum();
+    if total == 0 {
+        return 0;
+    }
+    let want = ((p / 100.0) * total as f64).ceil().max(1.0) as u64;
+    let mut seen = 0;
+    for (i, c) in counts.iter().enumerate() {
+        seen += c;
+        if seen >= want {
+            return Histogram::upper(i);
+        }
+    }
+    Histogram::upper(BUCKETS - 1)
+}
+
+/// Bytes the Lua heaps of EVAL scripts hold (all engines), kept by [`crate::script`].
+pub static LUA_EVAL_MEMORY: AtomicU64 = AtomicU64::new(0);
+/// Bytes the Lua heaps of function libraries hold, kept by [`crate::script`].
+pub static LUA_FUNCTIONS_MEMORY: AtomicU64 = AtomicU64::new(0);
+
+/// Bytes the slow log's entries hold (INFO `ember_slowlog_memory`), kept by
+/// [`crate::observe::slowlog`]; not data, so left out of `used_memory` as the Lua heaps are.
+pub static SLOWLOG_MEMORY: AtomicU64 = AtomicU64::new(0);
+
+/// The Lua heaps of every engine (EVAL, functions), in bytes as Lua requested them
+/// (INFO `used_memory_vm_eval`, `used_memory_vm_functions`). Not data:
+/// [`crate::evict::allocated_bytes`] leaves it out of `used_memory`, so a script's garbage
+/// never makes `maxmemory` evict keys (as in Redis, whose Lua heap is outside
+/// `used_memory`).
+pub fn lua_memory() -> (u64, u64) {
+    (
+        LUA_EVAL_MEMORY.load(Relaxed),
+        LUA_FUNCTIONS_MEMORY.load(Relaxed),
+    )
 }
 
 /// One worker's counters.
@@ -82,6 +193,9 @@ impl WorkerStats {
             s.nsec.store(0, Relaxed);
             s.rejected.store(0, Relaxed);
             s.failed.store(0, Relaxed);
+            if let Some(h) = s.hist.get() {
+                h.reset();
+            }
         }
     }
 }
@@ -89,4 +203,43 @@ impl WorkerStats {
 /// Sum of one field over all workers.
 pub fn sum(workers: &[std::sync::Arc<WorkerStats>], f: impl Fn(&WorkerStats) -> &AtomicU64) -> u64 {
     workers.iter().map(|w| f(w).load(Relaxed)).sum()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn buckets_are_contiguous_and_within_a_quarter() {
+        assert_eq!(Histogram::bucket(0), 0);
+        assert_eq!(Histogram::bucket(3), 3);
+        let mut prev_upper = 3;
+        for i in 4..BUCKETS {
+            let lower = prev_upper + 1;
+            let upper = Histogram::upper(i);
+            assert_eq!(Histogram::bucket(lower), i, "lower of {i}");
+            assert_eq!(Histogram::bucket(upper), i, "upper of {i}");
+            assert!(upper - lower <= lower / 4 + 1);
+            prev_upper = upper;
+        }
+        assert_eq!(Histogram::bucket(u64::MAX), BUCKETS - 1);
+        // Powers of two start buckets, so microsecond octaves (1024 ns ...) are exact.
+        assert_eq!(Histogram::upper(Histogram::bucket(1024) - 1), 1023);
+    }
+
+    #[test]
+    fn percentiles_come_from_the_bucket_they_fall_in() {
+        let h = Histogram::default();
+        for _ in 0..99 {
+            h.record(1_000);
+        }
+        h.record(1_000_000);
+        let mut c = [0; BUCKETS];
+        h.add_to(&mut c);
+        let p50 = percentile(&c, 50.0);
+        assert!((1_000..1_250).contains(&p50), "{p50}");
+        let p100 = percentile(&c, 100.0);
+        assert!((1_000_000..1_250_000).contains(&p100), "{p100}");
+        assert_eq!(percentile(&[0; BUCKETS], 50.0), 0);
+    }
 }

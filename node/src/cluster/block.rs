@@ -12,7 +12,7 @@
 //! the command's timeout reply). When that reply is the nil of "nothing to pop", the
 //! connection waits on its leader for a write to one of the keys (every applied write,
 //! inside EXEC and scripts too, wakes the connections waiting on its keys through
-//! `ctx::note_key_written` and [`KeyWaiters`]) and proposes the pop again,
+//! `exec::note_key_written` and [`KeyWaiters`]) and proposes the pop again,
 //! until it pops something, its timeout passes, or the client goes away. A connection is
 //! registered before its first proposal, so a push applied in between is not missed.
 

@@ -53,8 +53,9 @@ use resp::{Args, Limits, Protocol, ReplyWriter, RequestKind, RequestParser};
 use storage::rdb::{self, Loaded, Writer};
 
 use crate::client::{BlockMode, Client, ClientInfo};
-use crate::ctx::{run_command, CmdRng, Ctx};
+use crate::ctx::{CmdRng, Ctx};
 use crate::error::CmdError;
+use crate::exec::run_command;
 use crate::registry::{flags, ClusterRoute};
 use crate::server::Server;
 

@@ -260,6 +260,10 @@ fn auth(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
         3 => (Some(args.arg(1)), args.arg(2)),
         _ => return Err(CmdError::Syntax),
     };
+    // Never shown to SLOWLOG or MONITOR, valid or not.
+    for i in 1..args.len() {
+        ctx.redact(i);
+    }
     if user.is_none() && !ctx.server.live.auth_required.load(Relaxed) {
         return Err(CmdError::err(
             "AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?",
@@ -292,6 +296,8 @@ fn hello(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
     while i < args.len() {
         let more = args.len() - i - 1;
         if is(args.arg(i), "auth") && more >= 2 {
+            ctx.redact(i + 1);
+            ctx.redact(i + 2);
             if !check_password(ctx.server, Some(args.arg(i + 1)), args.arg(i + 2)) {
                 return Err(CmdError::raw(WRONGPASS));
             }
@@ -359,6 +365,9 @@ fn quit(ctx: &mut Ctx<'_>, _args: Args<'_>) -> CmdResult {
 
 fn reset(ctx: &mut Ctx<'_>, _args: Args<'_>) -> CmdResult {
     crate::cmd::pubsub::unsubscribe_all(ctx.server, ctx.client);
+    if ctx.client.info.monitor.load(Relaxed) {
+        ctx.server.observe.remove_monitor(ctx.client.id());
+    }
     ctx.server.tracking.disable(ctx.client.id());
     ctx.client.tracking = None;
     ctx.client.multi = None;
@@ -406,7 +415,7 @@ fn client_getname(ctx: &mut Ctx<'_>, _args: Args<'_>) -> CmdResult {
     Ok(())
 }
 
-/// CLIENT LIST `flags=`: b (blocked), x (in MULTI), d (watched key touched), N (none).
+/// CLIENT LIST `flags=`: b (blocked), P (subscribed), O (MONITOR), x (in MULTI), d (watched key touched), N (none).
 fn client_flags(server: &Server, c: &ClientInfo) -> String {
     let mut f = String::new();
     if server.blocking.is_blocked(c.id) {
@@ -414,6 +423,9 @@ fn client_flags(server: &Server, c: &ClientInfo) -> String {
     }
     if c.sub_counts.iter().any(|n| n.load(Relaxed) > 0) {
         f.push('P');
+    }
+    if c.monitor.load(Relaxed) {
+        f.push('O');
     }
     if c.multi_len.load(Relaxed) >= 0 {
         f.push('x');

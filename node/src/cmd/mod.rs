@@ -13,6 +13,7 @@ pub mod hll;
 pub mod keys;
 pub mod lists;
 pub mod memory;
+pub mod observe;
 pub mod persist;
 pub mod pubsub;
 pub mod scripting;
@@ -39,6 +40,7 @@ pub fn families() -> Vec<&'static [CommandSpec]> {
         expiry::COMMANDS,
         server::COMMANDS,
         debug::COMMANDS,
+        observe::COMMANDS,
         memory::COMMANDS,
         lists::COMMANDS,
         hashes::COMMANDS,

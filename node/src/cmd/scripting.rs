@@ -259,6 +259,8 @@ fn cache_script(eng: &mut Engine, body: &[u8]) -> Result<String, CmdError> {
 }
 
 fn eval_generic(ctx: &mut Ctx<'_>, args: Args<'_>, by_sha: bool, ro: bool) -> CmdResult {
+    // Shown before the commands the script runs (these commands are `skip_monitor`).
+    ctx.show_to_monitors(args);
     if by_sha && args.arg(1).len() != 40 {
         return Err(CmdError::raw(
             "NOSCRIPT No matching script. Please use EVAL.",
@@ -506,6 +508,7 @@ fn fcall_ro(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
 }
 
 fn fcall_generic(ctx: &mut Ctx<'_>, args: Args<'_>, ro: bool) -> CmdResult {
+    ctx.show_to_monitors(args);
     let server = ctx.server.clone();
     let _gates = if ctx.client.block_mode == BlockMode::NoBlock {
         None

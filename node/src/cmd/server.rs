@@ -326,6 +326,7 @@ const ALL_SECTIONS: &[&str] = &[
     "stats",
     "replication",
     "commandstats",
+    "latencystats",
     "cluster",
     "keyspace",
 ];
@@ -619,7 +620,7 @@ pub fn info_text(server: &Server, now: u64, want: impl Fn(&str) -> bool) -> Stri
         };
         kv(&mut s, "used_memory_peak_perc", format!("{perc:.2}%"));
         // Memory that is not data, outside used_memory (as Redis reports it).
-        let (eval, functions) = crate::script::vm_memory();
+        let (eval, functions) = crate::stats::lua_memory();
         kv(&mut s, "used_memory_lua", eval);
         kv(&mut s, "used_memory_lua_human", bytes_to_human(eval));
         kv(&mut s, "used_memory_vm_eval", eval);
@@ -629,6 +630,11 @@ pub fn info_text(server: &Server, now: u64, want: impl Fn(&str) -> bool) -> Stri
             &mut s,
             "used_memory_vm_total_human",
             bytes_to_human(eval + functions),
+        );
+        kv(
+            &mut s,
+            "ember_slowlog_memory",
+            crate::stats::SLOWLOG_MEMORY.load(Relaxed),
         );
         kv(&mut s, "allocator_allocated", allocated);
         kv(&mut s, "allocator_active", active);
@@ -783,6 +789,33 @@ pub fn info_text(server: &Server, now: u64, want: impl Fn(&str) -> bool) -> Stri
                 s,
                 "cmdstat_{}:calls={calls},usec={usec},usec_per_call={per_call:.2},rejected_calls={rejected},failed_calls={failed}\r\n",
                 safe_info_name(&reg.entry(idx).full_name)
+            );
+        }
+    }
+
+    if want("latencystats") {
+        begin(&mut s, "Latencystats");
+        let percentiles: Vec<f64> = server
+            .config
+            .read()
+            .get("latency-tracking-info-percentiles")
+            .split_whitespace()
+            .filter_map(|p| p.parse().ok())
+            .collect();
+        let reg = &server.registry;
+        for idx in 0..reg.len() {
+            let Some(h) = crate::cmd::observe::histogram_of(server, idx) else {
+                continue;
+            };
+            let shown: Vec<String> = percentiles
+                .iter()
+                .map(|p| format!("p{p}={:.3}", stats::percentile(&h, *p) as f64 / 1000.0))
+                .collect();
+            let _ = write!(
+                s,
+                "latency_percentiles_usec_{}:{}\r\n",
+                safe_info_name(&reg.entry(idx).full_name),
+                shown.join(",")
             );
         }
     }

@@ -12,8 +12,9 @@ use std::sync::atomic::Ordering::Relaxed;
 use resp::Args;
 
 use crate::client::{BlockMode, Multi};
-use crate::ctx::{run_command, Ctx};
+use crate::ctx::Ctx;
 use crate::error::{CmdError, CmdResult};
+use crate::exec::run_command;
 use crate::registry::{flags::*, ClusterRoute, CommandSpec, Group};
 use crate::watch::Watched;
 

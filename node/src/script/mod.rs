@@ -6,7 +6,7 @@
 //! scripts see a sandboxed global environment: reading a missing global raises `Script
 //! attempted to access nonexistent global variable`, writing one (or a field of a library
 //! table such as `redis` or `string`) raises `Attempt to modify a readonly table`.
-//! `redis.call` runs a command through [`crate::ctx::run_command`] into a private reply
+//! `redis.call` runs a command through [`crate::exec::run_command`] into a private reply
 //! buffer and converts the reply to Lua ([`conv`]); in cluster mode it first checks the
 //! command's keys against the script's group ([`crate::cluster::script_keys`]). A count
 //! hook watches the time: past `busy-reply-threshold` it marks the server busy (other
@@ -27,8 +27,9 @@ use parking_lot::Mutex;
 use resp::{Frame, Limits, OwnedArgs, Protocol, ReplyWriter};
 
 use crate::client::BlockMode;
-use crate::ctx::{run_command, Ctx};
+use crate::ctx::Ctx;
 use crate::error::{CmdError, CmdResult};
+use crate::exec::run_command;
 use crate::registry::{flags, Unresolved};
 use crate::server::Server;
 
@@ -164,14 +165,9 @@ pub struct Engine {
     chunk: &'static str,
     /// EVAL cache: sha1 hex -> script.
     pub scripts: HashMap<String, Script>,
-    /// This state's share of [`vm_memory`] and its collection schedule.
+    /// This state's share of [`crate::stats::lua_memory`] and its collection schedule.
     heap: HeapGauge,
 }
-
-/// Bytes the EVAL engines' Lua heaps hold (INFO `used_memory_vm_eval`).
-static VM_EVAL: AtomicU64 = AtomicU64::new(0);
-/// Bytes the function engines' Lua heaps hold (INFO `used_memory_vm_functions`).
-static VM_FUNCTIONS: AtomicU64 = AtomicU64::new(0);
 
 /// Scripts between two incremental collection steps (Redis's `LUA_GC_CYCLE_PERIOD`).
 const GC_PERIOD: u32 = 50;
@@ -183,17 +179,9 @@ const GC_STEPS: u32 = 50;
 /// otherwise stay until Lua's own collector reaches twice the peak.
 const FULL_GC_MIN: u64 = 32 << 20;
 
-/// The Lua heaps of every engine (EVAL and functions), in bytes as Lua requested them.
-/// Not data: [`crate::evict::allocated_bytes`] leaves it out of `used_memory`, so a script's
-/// garbage never makes `maxmemory` evict keys (as in Redis, whose Lua heap is outside
-/// `used_memory`); INFO memory reports it.
-pub fn vm_memory() -> (u64, u64) {
-    (VM_EVAL.load(Relaxed), VM_FUNCTIONS.load(Relaxed))
-}
-
 /// One Lua state's share of the global heap figures and its collection schedule.
 struct HeapGauge {
-    /// [`VM_EVAL`] or [`VM_FUNCTIONS`].
+    /// [`crate::stats::LUA_EVAL_MEMORY`] or [`crate::stats::LUA_FUNCTIONS_MEMORY`].
     total: &'static AtomicU64,
     /// The heap size last added to `total`.
     reported: AtomicU64,
@@ -406,9 +394,9 @@ impl Engine {
     fn try_new(chunk: &'static str) -> mlua::Result<Self> {
         let lua = Lua::new();
         let heap = HeapGauge::new(if chunk == "@user_function" {
-            &VM_FUNCTIONS
+            &crate::stats::LUA_FUNCTIONS_MEMORY
         } else {
-            &VM_EVAL
+            &crate::stats::LUA_EVAL_MEMORY
         });
         let globals = lua.globals();
         libs::register(&lua, &globals)?;
@@ -677,7 +665,7 @@ impl Engine {
         })
     }
 
-    /// Brings this state's share of [`vm_memory`] up to date (after it compiled or ran
+    /// Brings this state's share of [`crate::stats::lua_memory`] up to date (after it compiled or ran
     /// something).
     pub fn note_heap(&self) {
         self.heap.set(self.lua.used_memory() as u64);
@@ -886,6 +874,7 @@ pub fn run(engine: &Engine, ctx: &mut Ctx<'_>, func: &Function, opts: RunOpts<'_
             ctx.client.script_keys = Some(opts.keys.iter().map(|k| k.to_vec()).collect());
         }
         ctx.client.block_mode = BlockMode::NoBlock;
+        let saved_in_script = std::mem::replace(&mut ctx.client.in_script, true);
         let oom = !opts.allow_oom && crate::evict::script_oom(&server);
         let state = RefCell::new(CallState {
             ctx: &mut *ctx,
@@ -937,6 +926,7 @@ pub fn run(engine: &Engine, ctx: &mut Ctx<'_>, func: &Function, opts: RunOpts<'_
         drop(state);
         lua.remove_hook();
         ctx.client.block_mode = saved_block;
+        ctx.client.in_script = saved_in_script;
         ctx.client.script_keys = None;
         ctx.client.select(saved_db);
         r
