@@ -156,7 +156,7 @@ fn answer_one(
                 Action::Stats => crate::cmd::scripting::write_stats(server, &mut out),
                 Action::Reply(Err(e)) => {
                     out.error(&e.to_string());
-                    WorkerStats::add(&stats.error_replies, 1);
+                    stats.count_errors(&mut out);
                 }
                 Action::Shutdown => shutdown = true,
                 Action::Leave => break,

@@ -697,7 +697,7 @@ impl Conn {
                 Ok(None) => break,
                 Err(e) => {
                     self.out.error(&format!("ERR {e}"));
-                    WorkerStats::add(&self.stats.error_replies, 1);
+                    self.stats.count_errors(&mut self.out);
                     close = true;
                     break;
                 }
@@ -1046,7 +1046,7 @@ impl Conn {
     fn reply_unblocked(&mut self) {
         self.out
             .error("UNBLOCKED client unblocked via CLIENT UNBLOCK");
-        WorkerStats::add(&self.stats.error_replies, 1);
+        self.stats.count_errors(&mut self.out);
     }
 
     /// Waits for a cluster-mode blocking write's keys to be written and proposes it again,
@@ -1401,7 +1401,7 @@ fn error_reply(
     }
     out.truncate(mark);
     out.error(&e.to_string());
-    WorkerStats::add(&stats.error_replies, 1);
+    stats.count_errors(out);
 }
 
 /// Takes this worker's gate for a command. While a script or function has run past

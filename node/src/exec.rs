@@ -91,6 +91,7 @@ pub(crate) fn run_command_inline(
         run_handler(ctx, args, spec)
     };
     crate::notify::flush_recorded(ctx.server);
+    ctx.stats.count_errors(ctx.out);
     WorkerStats::add(&cstat.calls, 1);
     let t1 = storage::clock::now_ns();
     let dur = t1.saturating_sub(t0);

@@ -149,7 +149,13 @@ pub struct WorkerStats {
     /// Held by this worker while it runs a command; EXEC and scripts take every worker's
     /// gate to run alone (uncontended otherwise: only this worker takes it).
     pub gate: parking_lot::Mutex<()>,
+    /// Error replies by code (INFO errorstats), at most [`ERROR_CODES`] codes.
+    pub error_codes: parking_lot::Mutex<std::collections::BTreeMap<String, u64>>,
 }
+
+/// Distinct error codes counted per worker (Redis's ERROR_STATS_NUMBER); replies with
+/// other codes still count in `total_error_replies`.
+pub const ERROR_CODES: usize = 128;
 
 impl WorkerStats {
     /// Counters for a registry of `commands` entries.
@@ -164,6 +170,7 @@ impl WorkerStats {
             error_replies: AtomicU64::new(0),
             cmd: (0..commands).map(|_| CmdStat::default()).collect(),
             gate: parking_lot::Mutex::new(()),
+            error_codes: Default::default(),
         }
     }
 
@@ -175,8 +182,31 @@ impl WorkerStats {
         c.store(c.load(Relaxed).wrapping_add(v), Relaxed);
     }
 
+    /// Counts the error replies `out` wrote since the last count (INFO
+    /// `total_error_replies` and errorstats). Nothing to do, and one load, without errors.
+    #[inline]
+    pub fn count_errors(&self, out: &mut resp::ReplyWriter) {
+        if out.has_errors() {
+            self.count_codes(out.take_errors());
+        }
+    }
+
+    #[inline(never)]
+    fn count_codes(&self, codes: Vec<String>) {
+        Self::add(&self.error_replies, codes.len() as u64);
+        let mut m = self.error_codes.lock();
+        for c in codes {
+            if let Some(n) = m.get_mut(&c) {
+                *n += 1;
+            } else if m.len() < ERROR_CODES {
+                m.insert(c, 1);
+            }
+        }
+    }
+
     /// Zeroes every counter (CONFIG RESETSTAT).
     pub fn reset(&self) {
+        self.error_codes.lock().clear();
         for c in [
             &self.commands,
             &self.connections,

@@ -378,6 +378,8 @@ fn info_sections_and_layout() {
             "# Persistence",
             "# Stats",
             "# Replication",
+            "# CPU",
+            "# Errorstats",
             "# Cluster",
             "# Keyspace"
         ]
@@ -388,14 +390,14 @@ fn info_sections_and_layout() {
             .split("\r\n")
             .filter(|l| l.starts_with("# "))
             .count(),
-        8
+        10
     );
     for arg in ["all", "everything", "ALL"] {
         let text = c.call(&["INFO", arg]).s();
         let s = parse_info(&text);
         assert!(s.contains_key("commandstats"), "{arg}");
         assert!(s.contains_key("latencystats"), "{arg}");
-        assert_eq!(s.len(), 10, "{arg}");
+        assert_eq!(s.len(), 12, "{arg}");
     }
     let two = parse_info(&c.call(&["INFO", "KEYSPACE", "server", "server"]).s());
     let mut names: Vec<&String> = two.keys().collect();

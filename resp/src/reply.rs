@@ -269,6 +269,19 @@ pub(crate) fn write_error(out: &mut Vec<u8>, msg: &[u8]) {
 pub struct ReplyWriter {
     buf: Vec<u8>,
     proto: Protocol,
+    /// Codes of the error replies written since [`ReplyWriter::take_errors`].
+    errors: Vec<String>,
+}
+
+/// The code of error reply `msg` as Redis counts it in INFO errorstats: its first word
+/// when one ends within its first 32 bytes (`WRONGTYPE`, `NOSCRIPT` ...), else `ERR`.
+pub fn error_code(msg: &str) -> &str {
+    let m = msg.strip_prefix('-').unwrap_or(msg);
+    let head = &m.as_bytes()[..m.len().min(31)];
+    match head.iter().position(|&c| c == b' ') {
+        Some(i) if i > 0 => &m[..i],
+        _ => "ERR",
+    }
 }
 
 impl ReplyWriter {
@@ -277,6 +290,7 @@ impl ReplyWriter {
         ReplyWriter {
             buf: Vec::new(),
             proto,
+            errors: Vec::new(),
         }
     }
 
@@ -344,6 +358,19 @@ impl ReplyWriter {
     #[inline]
     pub fn error(&mut self, msg: &str) {
         write_error(&mut self.buf, msg.as_bytes());
+        self.errors.push(error_code(msg).to_string());
+    }
+
+    /// True when error replies were written since the last [`ReplyWriter::take_errors`].
+    #[inline]
+    pub fn has_errors(&self) -> bool {
+        !self.errors.is_empty()
+    }
+
+    /// The codes of the error replies written since the last call (INFO errorstats), each
+    /// once per reply, whether or not the reply was later truncated away.
+    pub fn take_errors(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.errors)
     }
 
     /// Integer `:v`.
@@ -448,6 +475,9 @@ impl ReplyWriter {
     /// Any [`Frame`], encoded in this writer's protocol.
     pub fn frame(&mut self, frame: &Frame) {
         encode_frame(frame, self.proto, &mut self.buf);
+        if let Frame::Error(e) = frame {
+            self.errors.push(error_code(e).to_string());
+        }
     }
 }
 
@@ -457,6 +487,27 @@ mod tests {
 
     fn w2() -> ReplyWriter {
         ReplyWriter::new(Protocol::Resp2)
+    }
+
+    #[test]
+    fn error_codes_are_counted_as_redis_counts_them() {
+        assert_eq!(error_code("WRONGTYPE Operation against a key"), "WRONGTYPE");
+        assert_eq!(error_code("-NOSCRIPT No matching script"), "NOSCRIPT");
+        assert_eq!(error_code("nospace"), "ERR");
+        assert_eq!(error_code(&format!("{} x", "A".repeat(40))), "ERR");
+        let mut w = w2();
+        assert!(!w.has_errors());
+        w.error("ERR bad");
+        w.frame(&Frame::Error(
+            "BUSYKEY Target key name already exists.".into(),
+        ));
+        w.truncate(0);
+        assert!(w.has_errors());
+        assert_eq!(
+            w.take_errors(),
+            vec!["ERR".to_string(), "BUSYKEY".to_string()]
+        );
+        assert!(!w.has_errors());
     }
 
     fn w3() -> ReplyWriter {

@@ -403,5 +403,63 @@ def test_a_long_slow_log_never_evicts_the_dataset(start_server):
     assert c.info("stats")["evicted_keys"] == 0
     assert c.dbsize() == 10_000
     # Dropping it gives the bytes back.
+    c.config_set("slowlog-log-slower-than", -1)
     c.execute_command("SLOWLOG", "RESET")
     assert c.info("memory")["ember_slowlog_memory"] == 0
+
+
+# ---------------------------------------------------------------------------------------
+# INFO errorstats and cpu
+# ---------------------------------------------------------------------------------------
+
+
+def test_info_errorstats_counts_error_replies_by_code(c):
+    c.config_resetstat()
+    assert c.info("errorstats") == {}
+    c.set("s", "x")
+    with pytest.raises(redis.ResponseError, match="WRONGTYPE"):
+        c.lpush("s", "a")
+    with pytest.raises(redis.ResponseError, match="unknown command"):
+        c.execute_command("NOSUCHCMD")
+    with pytest.raises(redis.ResponseError, match="wrong number of arguments"):
+        c.execute_command("GET")
+    # Inside EXEC each failing command's error counts.
+    p = c.pipeline(transaction=True)
+    p.lpush("s", "a")
+    p.get("s")
+    res = p.execute(raise_on_error=False)
+    assert isinstance(res[0], redis.ResponseError) and res[1] == b"x"
+    assert c.info("errorstats") == {
+        "errorstat_ERR": {"count": 2},
+        "errorstat_WRONGTYPE": {"count": 2},
+    }
+    assert c.info("stats")["total_error_replies"] == 4
+    stats = c.info("commandstats")
+    assert stats["cmdstat_lpush"]["failed_calls"] == 2
+    assert stats["cmdstat_get"]["rejected_calls"] == 1
+    c.config_resetstat()
+    assert c.info("errorstats") == {}
+    assert c.info("stats")["total_error_replies"] == 0
+
+
+def test_default_info_has_cpu_and_errorstats(c):
+    info = c.info()
+    for field in ("used_cpu_sys", "used_cpu_user", "used_cpu_sys_children", "used_cpu_user_children"):
+        assert isinstance(info[field], float) and info[field] >= 0, field
+    before = info["used_cpu_user"] + info["used_cpu_sys"]
+    for _ in range(2000):
+        c.ping()
+    after = c.info("cpu")
+    assert after["used_cpu_user"] + after["used_cpu_sys"] > before
+
+
+def test_default_info_sections_are_redis_7s(srv):
+    raw = srv.client(raw=True)
+    text = raw.execute_command("INFO").decode()
+    headers = [x[2:] for x in text.split("\r\n") if x.startswith("# ")]
+    want = ["Server", "Clients", "Memory", "Persistence", "Stats", "Replication", "CPU",
+            "Errorstats", "Cluster", "Keyspace"]
+    if IS_REDIS:
+        want.insert(want.index("Errorstats"), "Modules")
+    assert headers == want
+    raw.close()
