@@ -68,6 +68,8 @@ pub struct ClientInfo {
     pub adopt_pending: AtomicBool,
     /// In MONITOR mode (CLIENT LIST flag `O`; output-buffer class `replica`).
     pub monitor: AtomicBool,
+    /// CLIENT NO-EVICT ON (CLIENT LIST flag `e`).
+    pub no_evict: AtomicBool,
 }
 
 impl ClientInfo {
@@ -99,6 +101,7 @@ impl ClientInfo {
             adopt: Mutex::new(None),
             adopt_pending: AtomicBool::new(false),
             monitor: AtomicBool::new(false),
+            no_evict: AtomicBool::new(false),
         }
     }
 

@@ -639,3 +639,40 @@ def test_log_to_a_file_has_no_colour_codes(start_server):
     srv = start_server()
     wait_until(lambda: "Ready to accept connections" in srv.output(), msg="the ready line")
     assert "\x1b[" not in srv.output(), srv.output()[:500]
+
+
+# --------------------------------------------------------------------------- ROLE MODULE LOLWUT
+
+def test_role_of_a_standalone_master(rr):
+    assert rr.execute_command("ROLE") == [b"master", 0, []]
+
+
+def test_module_list_is_empty_and_loading_fails_as_in_redis(rr, r):
+    assert rr.execute_command("MODULE", "LIST") == []
+    assert any(b"LIST" in line for line in rr.execute_command("MODULE", "HELP"))
+    if IS_EMBER:
+        # redis-server refuses both before trying (enable-module-command no); Ember cannot
+        # load modules at all and says so as a failed load does.
+        with pytest.raises(redis.ResponseError, match="no such module with that name"):
+            r.execute_command("MODULE", "UNLOAD", "nosuch")
+        with pytest.raises(redis.ResponseError, match="Error loading the extension"):
+            r.execute_command("MODULE", "LOAD", "/nonexistent/module.so")
+
+
+def test_lolwut_answers_the_version(rr, r):
+    text = rr.execute_command("LOLWUT")
+    version = r.info("server")["redis_version"]
+    assert text == f"Redis ver. {version}\n".encode()
+    assert rr.execute_command("LOLWUT", "VERSION", "7") == text
+    with pytest.raises(redis.ResponseError, match="not an integer"):
+        r.execute_command("LOLWUT", "VERSION", "x")
+
+
+def test_client_no_evict_sets_the_e_flag(r):
+    assert r.execute_command("CLIENT", "NO-EVICT", "on") == b"OK"
+    me = r.client_info()
+    assert "e" in me["flags"]
+    assert r.execute_command("CLIENT", "NO-EVICT", "off") == b"OK"
+    assert "e" not in r.client_info()["flags"]
+    with pytest.raises(redis.ResponseError, match="syntax error"):
+        r.execute_command("CLIENT", "NO-EVICT", "maybe")

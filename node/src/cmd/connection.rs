@@ -125,6 +125,15 @@ static CLIENT_SUBCOMMANDS: &[CommandSpec] = &[
         "7.2.0",
     ),
     CommandSpec::new(
+        "no-evict",
+        3,
+        ADMIN | NOSCRIPT | LOADING | STALE,
+        (0, 0, 0),
+        C,
+        client_no_evict,
+    )
+    .doc("Sets the client eviction mode of the connection.", "7.0.0"),
+    CommandSpec::new(
         "reply",
         3,
         NOSCRIPT | LOADING | STALE,
@@ -415,7 +424,7 @@ fn client_getname(ctx: &mut Ctx<'_>, _args: Args<'_>) -> CmdResult {
     Ok(())
 }
 
-/// CLIENT LIST `flags=`: b (blocked), P (subscribed), O (MONITOR), x (in MULTI), d (watched key touched), N (none).
+/// CLIENT LIST `flags=`: b (blocked), P (subscribed), O (MONITOR), e (NO-EVICT), x (in MULTI), d (watched key touched), N (none).
 fn client_flags(server: &Server, c: &ClientInfo) -> String {
     let mut f = String::new();
     if server.blocking.is_blocked(c.id) {
@@ -426,6 +435,9 @@ fn client_flags(server: &Server, c: &ClientInfo) -> String {
     }
     if c.monitor.load(Relaxed) {
         f.push('O');
+    }
+    if c.no_evict.load(Relaxed) {
+        f.push('e');
     }
     if c.multi_len.load(Relaxed) >= 0 {
         f.push('x');
@@ -894,6 +906,23 @@ fn client_setinfo(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
     Ok(())
 }
 
+/// CLIENT NO-EVICT ON|OFF: the flag (CLIENT LIST `e`). Ember never evicts clients for
+/// memory (`maxmemory-clients` is accepted and has no effect), so every client is kept
+/// either way.
+fn client_no_evict(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
+    let v = args.arg(2);
+    let on = if is(v, "on") {
+        true
+    } else if is(v, "off") {
+        false
+    } else {
+        return Err(CmdError::Syntax);
+    };
+    ctx.client.info.no_evict.store(on, Relaxed);
+    ctx.out.ok();
+    Ok(())
+}
+
 fn client_reply(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
     let v = args.arg(2);
     if is(v, "on") {
@@ -949,6 +978,8 @@ fn client_help(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
         "    Kill connections. Options are: ID, ADDR, LADDR, TYPE, USER, SKIPME, MAXAGE.",
         "LIST [options ...]",
         "    Return information about client connections. Options: TYPE, ID.",
+        "NO-EVICT (ON|OFF)",
+        "    Protect current client connection from eviction.",
         "UNPAUSE",
         "    Stop the current client pause, resuming traffic.",
         "PAUSE <timeout> [WRITE|ALL]",

@@ -10,6 +10,7 @@ pub mod expiry;
 pub mod geo;
 pub mod hashes;
 pub mod hll;
+pub mod instance;
 pub mod keys;
 pub mod lists;
 pub mod memory;
@@ -41,6 +42,7 @@ pub fn families() -> Vec<&'static [CommandSpec]> {
         server::COMMANDS,
         debug::COMMANDS,
         observe::COMMANDS,
+        instance::COMMANDS,
         memory::COMMANDS,
         lists::COMMANDS,
         hashes::COMMANDS,
