@@ -10,11 +10,17 @@
 //!   cluster mode MOVED or CROSSSLOT for keys this node does not lead);
 //! - SCRIPT KILL, FUNCTION KILL and FUNCTION STATS run; SHUTDOWN NOSAVE shuts down.
 //!
+//! - MULTI, EXEC, DISCARD and WATCH answer as Redis's do beside a busy script: MULTI opens
+//!   a transaction, a refused command inside one makes its EXEC abort, EXEC itself is
+//!   refused with `-EXECABORT ... BUSY ...` and ends it, DISCARD ends it. What they do to
+//!   the transaction is left in [`ClientInfo::busy_tx`], which the connection applies
+//!   before it runs anything else.
+//!
 //! Only the answered commands' bytes are taken from the socket. The first command it does
-//! not answer this way (MULTI, AUTH, ... the other `allow-busy` ones), an incomplete one,
-//! and all after them wait for the connection's own loop, after the script. So do
-//! connections in MULTI, not authenticated, with CLIENT REPLY OFF/SKIP, subscribed, or
-//! (cluster mode) with READONLY or ASKING set.
+//! not answer this way (AUTH, CLIENT, ... the other `allow-busy` ones, which a connection
+//! in MULTI would queue), an incomplete one, and all after them wait for the connection's
+//! own loop, after the script. So do connections not authenticated, with CLIENT REPLY
+//! OFF/SKIP, subscribed, or (cluster mode) with READONLY or ASKING set.
 //! Connections on the other workers get `-BUSY` from their own loop (their gate is held).
 //!
 //! A connection that ran its commands yields before it writes the replies (so a worker's
@@ -28,9 +34,9 @@ use std::sync::Arc;
 
 use resp::{Args, Limits, Protocol, ReplyWriter, RequestKind, RequestParser};
 
-use crate::client::ClientInfo;
+use crate::client::{ClientInfo, BUSY_TX_CLOSED, BUSY_TX_DIRTY, BUSY_TX_OPEN};
 use crate::error::CmdError;
-use crate::registry::{flags, BusyAnswer};
+use crate::registry::{flags, BusyAnswer, TxAnswer, TxChange};
 use crate::server::Server;
 use crate::stats::WorkerStats;
 
@@ -117,6 +123,8 @@ enum Action {
     Stats,
     /// SHUTDOWN NOSAVE: no reply; the server shuts down.
     Shutdown,
+    /// A transaction control command: its reply and what it does to the transaction.
+    Tx(Result<(), CmdError>, TxChange),
     /// Leave it (and everything after it) to the connection's loop.
     Leave,
 }
@@ -142,7 +150,10 @@ fn answer_one(
     let mut out = ReplyWriter::new(proto);
     let mut taken = 0;
     let mut shutdown = false;
+    let mut tx = info.busy_tx.load(Relaxed);
     while taken < n && !shutdown {
+        let in_multi = (info.multi_len.load(Relaxed) >= 0 && tx & BUSY_TX_CLOSED == 0)
+            || tx & BUSY_TX_OPEN != 0;
         let Ok(Some((consumed, how))) = parser.parse(&buf[taken..n], &mut spans) else {
             break;
         };
@@ -151,12 +162,31 @@ fn answer_one(
                 RequestKind::Inline => parser.inline_buf(),
                 RequestKind::Multibulk => &buf[taken..n],
             };
-            match decide(server, Args::new(data, &spans), kind) {
+            match decide(server, Args::new(data, &spans), kind, in_multi) {
                 Action::Reply(Ok(())) => out.ok(),
                 Action::Stats => crate::cmd::scripting::write_stats(server, &mut out),
                 Action::Reply(Err(e)) => {
                     out.error(&e.to_string());
                     stats.count_errors(&mut out);
+                    // A command refused inside MULTI makes its EXEC abort (Redis's
+                    // flagTransaction).
+                    if in_multi {
+                        tx |= BUSY_TX_DIRTY;
+                    }
+                }
+                Action::Tx(r, change) => {
+                    match r {
+                        Ok(()) => out.ok(),
+                        Err(e) => {
+                            out.error(&e.to_string());
+                            stats.count_errors(&mut out);
+                        }
+                    }
+                    match change {
+                        TxChange::Keep => {}
+                        TxChange::Open => tx = (tx & BUSY_TX_CLOSED) | BUSY_TX_OPEN,
+                        TxChange::Close => tx = BUSY_TX_CLOSED,
+                    }
                 }
                 Action::Shutdown => shutdown = true,
                 Action::Leave => break,
@@ -167,6 +197,7 @@ fn answer_one(
     if taken == 0 {
         return;
     }
+    info.busy_tx.store(tx, Relaxed);
     // The bytes answered leave the socket (they are there: the peek saw them).
     let mut left = taken;
     while left > 0 {
@@ -194,8 +225,9 @@ fn answer_one(
     }
 }
 
-/// How the hook handles `args` while a script of `kind` is busy.
-fn decide(server: &Server, args: Args<'_>, kind: u8) -> Action {
+/// How the hook handles `args` while a script of `kind` is busy (`in_multi`: its
+/// connection is in a transaction).
+fn decide(server: &Server, args: Args<'_>, kind: u8, in_multi: bool) -> Action {
     let reg = &server.registry;
     let idx = match crate::conn::resolve(server, args) {
         Ok(i) => i,
@@ -211,15 +243,26 @@ fn decide(server: &Server, args: Args<'_>, kind: u8) -> Action {
             return Action::Reply(Err(e));
         }
     }
+    let answer = entry.spec.on_busy.map(|f| f(server, args));
+    if let Some(BusyAnswer::Transaction(f)) = answer {
+        return match f(in_multi, crate::server::busy_error(kind)) {
+            TxAnswer::Reply(r, change) => Action::Tx(r, change),
+            TxAnswer::Wait => Action::Leave,
+        };
+    }
     if !entry.spec.has(flags::ALLOW_BUSY) {
         return Action::Reply(Err(crate::server::busy_error(kind)));
     }
-    match entry.spec.on_busy.map(|f| f(server, args)) {
+    if in_multi {
+        // Queued by the connection, after the script.
+        return Action::Leave;
+    }
+    match answer {
         Some(BusyAnswer::Reply(r)) => Action::Reply(r),
         Some(BusyAnswer::Refuse) => Action::Reply(Err(crate::server::busy_error(kind))),
         Some(BusyAnswer::Stats) => Action::Stats,
         Some(BusyAnswer::Shutdown) => Action::Shutdown,
-        Some(BusyAnswer::Wait) | None => Action::Leave,
+        Some(BusyAnswer::Wait) | Some(BusyAnswer::Transaction(_)) | None => Action::Leave,
     }
 }
 

@@ -12,6 +12,13 @@ use atomic_waker::AtomicWaker;
 use parking_lot::Mutex;
 use resp::Protocol;
 
+/// [`ClientInfo::busy_tx`]: the transaction ended (its watched keys forgotten); applied first.
+pub const BUSY_TX_CLOSED: u8 = 1;
+/// [`ClientInfo::busy_tx`]: a transaction started.
+pub const BUSY_TX_OPEN: u8 = 2;
+/// [`ClientInfo::busy_tx`]: a command was refused inside the transaction (EXEC aborts).
+pub const BUSY_TX_DIRTY: u8 = 4;
+
 /// The part of a client other threads may read or signal.
 pub struct ClientInfo {
     /// Unique, increasing client id.
@@ -70,6 +77,10 @@ pub struct ClientInfo {
     pub monitor: AtomicBool,
     /// CLIENT NO-EVICT ON (CLIENT LIST flag `e`).
     pub no_evict: AtomicBool,
+    /// What commands a busy script's hook answered did to this connection's transaction
+    /// ([`BUSY_TX_CLOSED`], [`BUSY_TX_OPEN`], [`BUSY_TX_DIRTY`]), applied by the connection
+    /// before it runs anything else.
+    pub busy_tx: std::sync::atomic::AtomicU8,
 }
 
 impl ClientInfo {
@@ -102,6 +113,7 @@ impl ClientInfo {
             adopt_pending: AtomicBool::new(false),
             monitor: AtomicBool::new(false),
             no_evict: AtomicBool::new(false),
+            busy_tx: std::sync::atomic::AtomicU8::new(0),
         }
     }
 

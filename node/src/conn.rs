@@ -314,7 +314,6 @@ impl Conn {
                 self.rbuf.is_empty()
                     && !subscribed
                     && self.client.authenticated
-                    && self.client.multi.is_none()
                     && matches!(self.client.reply_mode, ReplyMode::On)
                     && !self.client.cluster.readonly
                     && !self.client.cluster.asking,
@@ -353,6 +352,7 @@ impl Conn {
                     }
                     // Woken by a busy script's hook: write the replies it held.
                     drop(_rest);
+                    self.apply_busy_tx();
                     self.take_busy_replies();
                     self.flush(&mut stream).await?;
                     continue;
@@ -365,6 +365,7 @@ impl Conn {
                 }
             };
             drop(_rest);
+            self.apply_busy_tx();
             if n == 0 || info.killed.load(Relaxed) {
                 return Ok(Ended::Closed);
             }
@@ -378,6 +379,9 @@ impl Conn {
                 self.limits_epoch = epoch;
                 self.parser.set_limits(limits(&self.server));
             }
+            // While its commands run, the batch is in the query buffer (CLIENT LIST
+            // `qbuf` of a client listing itself counts its own command, as in Redis).
+            info.qbuf.store(self.rbuf.len(), Relaxed);
             let close = self.process(&server, &mut stream).await?;
             if !self.out.is_empty() {
                 // Let the worker's other ready connections run their commands first, so
@@ -401,6 +405,37 @@ impl Conn {
                     "Closing client that reached max query buffer length"
                 );
                 return Ok(Ended::Closed);
+            }
+        }
+    }
+
+    /// Applies what the commands a busy script's hook answered did to this connection's
+    /// transaction ([`crate::busy`]): before the connection runs anything else. One load
+    /// when there is nothing.
+    #[inline]
+    fn apply_busy_tx(&mut self) {
+        if self.client.info.busy_tx.load(Relaxed) != 0 {
+            self.apply_busy_tx_now();
+        }
+    }
+
+    #[inline(never)]
+    fn apply_busy_tx_now(&mut self) {
+        use crate::client::{BUSY_TX_CLOSED, BUSY_TX_DIRTY, BUSY_TX_OPEN};
+        let tx = self.client.info.busy_tx.swap(0, Relaxed);
+        if tx & BUSY_TX_CLOSED != 0 {
+            self.client.multi = None;
+            self.client.info.multi_len.store(-1, Relaxed);
+            let watched = std::mem::take(&mut self.client.watched);
+            self.server.watches.unwatch_all(&self.client.info, &watched);
+        }
+        if tx & BUSY_TX_OPEN != 0 {
+            self.client.multi = Some(crate::client::Multi::default());
+            self.client.info.multi_len.store(0, Relaxed);
+        }
+        if tx & BUSY_TX_DIRTY != 0 {
+            if let Some(m) = self.client.multi.as_mut() {
+                m.dirty = true;
             }
         }
     }
@@ -1171,8 +1206,14 @@ fn prepare(
                 rejected();
                 Err(e)
             } else if client.multi.is_some() && !spec.has(flags::TX_CONTROL) {
+                let busy = server.busy.load(Relaxed);
                 if spec.has(flags::NO_MULTI) {
                     Err(CmdError::err("Command not allowed inside a transaction"))
+                } else if busy != 0 && !spec.has(flags::ALLOW_BUSY) {
+                    // Beside a busy script (on another worker) a command is refused, not
+                    // queued, and the transaction then aborts, as in Redis.
+                    rejected();
+                    Err(crate::server::busy_error(busy))
                 } else {
                     if let Some(m) = client.multi.as_mut() {
                         m.queued.push(Queued {
@@ -1227,12 +1268,10 @@ async fn route_and_run(
             }
             Routed::Done(r) => {
                 client.info.last_cmd.store(idx + 1, Relaxed);
-                // It ran through its group's log (the apply shows nothing to MONITOR): shown
-                // here, for the client that sent it. Redirections and refusals ran nothing.
-                if r.is_ok()
-                    && server.observe.monitors.active()
-                    && !spec.has(flags::SKIP_MONITOR | flags::ADMIN)
-                {
+                // It ran through its group's log (the apply shows nothing to MONITOR, scripts
+                // included): shown here, for the client that sent it. Redirections and
+                // refusals ran nothing.
+                if r.is_ok() && server.observe.monitors.active() && !spec.has(flags::ADMIN) {
                     server.observe.monitors.feed(client, args, false);
                 }
                 return finish(stats, client, out, mark, r, false);

@@ -8,7 +8,7 @@ use foldhash::fast::RandomState;
 use resp::Args;
 
 use crate::ctx::Ctx;
-use crate::error::CmdResult;
+use crate::error::{CmdError, CmdResult};
 use crate::server::Server;
 
 /// A command handler: parses `args` (args[0] is the command name), does the work and
@@ -272,6 +272,29 @@ pub enum BusyAnswer {
     Shutdown,
     /// Left for after the script, as any other command.
     Wait,
+    /// A transaction control command (MULTI, EXEC, DISCARD, WATCH): its answer given
+    /// whether the connection is in MULTI and the `-BUSY` error a refused command gets.
+    Transaction(fn(bool, CmdError) -> TxAnswer),
+}
+
+/// What a transaction control command does beside a busy script ([`BusyAnswer::Transaction`]).
+pub enum TxAnswer {
+    /// Answered now with this result, changing the connection's transaction so.
+    Reply(CmdResult, TxChange),
+    /// Left for after the script.
+    Wait,
+}
+
+/// How a command answered beside a busy script changes its connection's transaction; the
+/// connection applies it when it runs again ([`crate::client::ClientInfo::busy_tx`]).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum TxChange {
+    /// No change.
+    Keep,
+    /// A transaction starts (MULTI).
+    Open,
+    /// The transaction ends and the watched keys are forgotten (DISCARD, an aborted EXEC).
+    Close,
 }
 
 impl CommandSpec {

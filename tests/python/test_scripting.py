@@ -712,3 +712,61 @@ def test_read_only_scripts_may_not_run_may_replicate_commands(r):
     with pytest.raises(redis.ResponseError, match=msg):
         r.eval("#!lua flags=no-writes\nreturn redis.call('publish','ch','msg')", 0)
     assert r.eval("return redis.call('publish','ch','msg')", 0) == 0
+
+
+@pytest.mark.parametrize("spread", ["one_worker", "all_workers"])
+@pytest.mark.parametrize("case", ["multi_during", "exec_during", "body_during", "just_exec"])
+def test_a_transaction_beside_a_busy_script_never_hangs_nor_half_runs(
+        server, r, request, spread, case):
+    """unit/multi "MULTI and script timeout" and the three after it: a transaction whose
+    MULTI, body or EXEC arrives while a script is busy. The connection used to be left
+    alone by the busy hook while in MULTI (and its MULTI left for after the script), so a
+    client waiting for MULTI's reply before it sent SCRIPT KILL hung. As in Redis: MULTI
+    opens the transaction, a command refused with -BUSY inside it makes EXEC abort, an
+    EXEC during the script is refused with EXECABORT ... BUSY and ends the transaction,
+    and nothing of the transaction runs."""
+    request.getfixturevalue(spread)
+    threshold = _busy_threshold_ms(server)
+    r.set("xx", 1)
+    c1 = server.client(socket_timeout=60)
+    assert c1.ping()
+    c2 = RawConn(server.port)
+    probe = RawConn(server.port)
+    # Both connections are served (their tasks at rest) before the script starts.
+    assert c2.cmd("PING") == "PONG" and probe.cmd("PING") == "PONG"
+
+    def busy(reply):
+        return isinstance(reply, RespError) and reply.message.startswith("BUSY")
+
+    if case != "multi_during":
+        assert c2.cmd("MULTI") == "OK"
+        assert c2.cmd("INCR", "xx") == "QUEUED"
+    out = {}
+    th = _spin_in_thread(c1, out)
+    try:
+        wait_until(lambda: busy(probe.cmd("PING")), timeout=threshold / 1000 + 10,
+                   msg="-BUSY")
+        if case == "multi_during":
+            assert c2.cmd("MULTI") == "OK"
+            assert busy(c2.cmd("INCR", "xx"))
+        if case in ("exec_during", "body_during"):
+            assert busy(c2.cmd("INCR", "xx"))
+        if case in ("exec_during", "just_exec"):
+            e = c2.cmd("EXEC")
+            assert isinstance(e, RespError), e
+            assert e.message.startswith("EXECABORT") and "BUSY" in e.message, e
+        assert probe.cmd("SCRIPT", "KILL") == "OK"
+        th.join(timeout=20)
+        assert not th.is_alive()
+        if case == "multi_during":
+            assert c2.cmd("INCR", "xx") == "QUEUED"
+        if case in ("multi_during", "body_during"):
+            assert c2.cmd("EXEC") == RespError(
+                "EXECABORT Transaction discarded because of previous errors.")
+        assert r.get("xx") == b"1"
+        # No longer in MULTI.
+        assert c2.cmd("PING", "asdf") == b"asdf"
+    finally:
+        _end_busy_test(server, th, c1)
+        c2.close()
+        probe.close()

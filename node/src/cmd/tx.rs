@@ -15,7 +15,7 @@ use crate::client::{BlockMode, Multi};
 use crate::ctx::Ctx;
 use crate::error::{CmdError, CmdResult};
 use crate::exec::run_command;
-use crate::registry::{flags::*, ClusterRoute, CommandSpec, Group};
+use crate::registry::{flags::*, BusyAnswer, ClusterRoute, CommandSpec, Group, TxAnswer, TxChange};
 use crate::watch::Watched;
 
 const T: Group = Group::Transactions;
@@ -30,7 +30,8 @@ pub static COMMANDS: &[CommandSpec] = &[
         T,
         multi,
     )
-    .doc("Starts a transaction.", "1.2.0"),
+    .doc("Starts a transaction.", "1.2.0")
+    .when_busy(|_, _| BusyAnswer::Transaction(multi_beside_busy)),
     CommandSpec::new(
         "exec",
         1,
@@ -47,7 +48,8 @@ pub static COMMANDS: &[CommandSpec] = &[
         exec,
     )
     .doc("Executes all commands in a transaction.", "1.2.0")
-    .routed(ClusterRoute::Transaction),
+    .routed(ClusterRoute::Transaction)
+    .when_busy(|_, _| BusyAnswer::Transaction(exec_beside_busy)),
     CommandSpec::new(
         "discard",
         1,
@@ -57,7 +59,8 @@ pub static COMMANDS: &[CommandSpec] = &[
         discard,
     )
     .doc("Discards a transaction.", "2.0.0")
-    .routed(ClusterRoute::EndWatch),
+    .routed(ClusterRoute::EndWatch)
+    .when_busy(|_, _| BusyAnswer::Transaction(discard_beside_busy)),
     CommandSpec::new(
         "watch",
         -2,
@@ -70,7 +73,8 @@ pub static COMMANDS: &[CommandSpec] = &[
         "Monitors changes to keys to determine the execution of a transaction.",
         "2.2.0",
     )
-    .routed(ClusterRoute::Watch),
+    .routed(ClusterRoute::Watch)
+    .when_busy(|_, _| BusyAnswer::Transaction(watch_beside_busy)),
     CommandSpec::new(
         "unwatch",
         1,
@@ -83,9 +87,63 @@ pub static COMMANDS: &[CommandSpec] = &[
     .routed(ClusterRoute::EndWatch),
 ];
 
+// Beside a busy script (see `crate::busy`), given whether the connection is in MULTI:
+// what Redis answers, and what it does to the transaction.
+
+fn multi_beside_busy(in_multi: bool, _busy: CmdError) -> TxAnswer {
+    if in_multi {
+        TxAnswer::Reply(Err(nested()), TxChange::Keep)
+    } else {
+        TxAnswer::Reply(Ok(()), TxChange::Open)
+    }
+}
+
+/// EXEC is refused, and the refusal ends the transaction (Redis's execCommandAbort).
+fn exec_beside_busy(in_multi: bool, busy: CmdError) -> TxAnswer {
+    if in_multi {
+        TxAnswer::Reply(Err(exec_abort(&busy)), TxChange::Close)
+    } else {
+        TxAnswer::Reply(Err(CmdError::err("EXEC without MULTI")), TxChange::Keep)
+    }
+}
+
+fn discard_beside_busy(in_multi: bool, _busy: CmdError) -> TxAnswer {
+    if in_multi {
+        TxAnswer::Reply(Ok(()), TxChange::Close)
+    } else {
+        TxAnswer::Reply(Err(CmdError::err("DISCARD without MULTI")), TxChange::Keep)
+    }
+}
+
+/// WATCH outside MULTI needs the connection's own state: it waits for the script.
+fn watch_beside_busy(in_multi: bool, _busy: CmdError) -> TxAnswer {
+    if in_multi {
+        TxAnswer::Reply(Err(watch_in_multi()), TxChange::Keep)
+    } else {
+        TxAnswer::Wait
+    }
+}
+
+/// The error of an EXEC refused for `why`.
+fn exec_abort(why: &CmdError) -> CmdError {
+    let why = why.to_string();
+    CmdError::raw(format!(
+        "EXECABORT Transaction discarded because of: {}",
+        why.strip_prefix('-').unwrap_or(&why)
+    ))
+}
+
+fn watch_in_multi() -> CmdError {
+    CmdError::err("WATCH inside MULTI is not allowed")
+}
+
+fn nested() -> CmdError {
+    CmdError::err("MULTI calls can not be nested")
+}
+
 fn multi(ctx: &mut Ctx<'_>, _args: Args<'_>) -> CmdResult {
     if ctx.client.multi.is_some() {
-        return Err(CmdError::err("MULTI calls can not be nested"));
+        return Err(nested());
     }
     ctx.client.multi = Some(Multi::default());
     ctx.client.info.multi_len.store(0, Relaxed);
@@ -105,7 +163,7 @@ fn discard(ctx: &mut Ctx<'_>, _args: Args<'_>) -> CmdResult {
 
 fn watch(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
     if ctx.client.multi.is_some() {
-        return Err(CmdError::err("WATCH inside MULTI is not allowed"));
+        return Err(watch_in_multi());
     }
     let db = ctx.db();
     for key in args.iter().skip(1) {
@@ -154,6 +212,12 @@ fn exec(ctx: &mut Ctx<'_>, _args: Args<'_>) -> CmdResult {
     let Some(multi) = end_multi(ctx) else {
         return Err(CmdError::err("EXEC without MULTI"));
     };
+    // Beside a busy script EXEC is refused before anything else, as Redis refuses it.
+    let busy = ctx.server.busy.load(Relaxed);
+    if busy != 0 {
+        unwatch_all(ctx);
+        return Err(exec_abort(&crate::server::busy_error(busy)));
+    }
     if multi.dirty {
         unwatch_all(ctx);
         return Err(CmdError::raw(
@@ -161,7 +225,14 @@ fn exec(ctx: &mut Ctx<'_>, _args: Args<'_>) -> CmdResult {
         ));
     }
     let server = ctx.server;
-    let gates = server.lock_gates();
+    // Beside a busy script the transaction is refused and ends (Redis's execCommandAbort).
+    let gates = match server.lock_gates_or_busy() {
+        Ok(g) => g,
+        Err(busy) => {
+            unwatch_all(ctx);
+            return Err(exec_abort(&busy));
+        }
+    };
     let now = ctx.now;
     let aborted = ctx.client.info.watch_dirty.load(Relaxed)
         || ctx
