@@ -296,6 +296,7 @@ fn run_waiter(
     if let Err(e) = result {
         out.clear();
         out.error(&e.to_string());
+        stats.count_errors(&mut out);
     }
     let ready = std::mem::take(&mut client.ready_keys);
     Some((out.buffer().to_vec(), ready))

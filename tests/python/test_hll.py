@@ -266,3 +266,32 @@ def test_differential_against_redis(server, r, seed):
             for k in KEYS + ["d"]:
                 assert ref.cmd("GET", k) == ours.cmd("GET", k)
         ours.close()
+
+
+def test_pfdebug_encoding_decode_todense_getreg(r):
+    r.pfadd("hll", "a", "b", "c")
+    assert r.execute_command("PFDEBUG", "ENCODING", "hll") in (b"sparse", "sparse")
+    # Redis's own text for this HLL (murmurhash64a of a, b and c).
+    assert r.execute_command("PFDEBUG", "DECODE", "hll") == (
+        b"Z:8436 v:1,1 Z:4274 v:2,1 Z:3068 v:1,1 Z:603")
+    assert r.execute_command("PFDEBUG", "TODENSE", "hll") == 1
+    assert r.execute_command("PFDEBUG", "TODENSE", "hll") == 0
+    assert r.execute_command("PFDEBUG", "ENCODING", "hll") in (b"dense", "dense")
+    regs = r.execute_command("PFDEBUG", "GETREG", "hll")
+    assert len(regs) == 16384
+    assert sorted(v for v in regs if v) == [1, 1, 2]
+    assert regs[8436] == 1 and regs[8436 + 1 + 4274] == 2
+    assert r.pfcount("hll") == 3
+    with pytest.raises(redis.ResponseError, match="HLL encoding is not sparse"):
+        r.execute_command("PFDEBUG", "DECODE", "hll")
+    with pytest.raises(redis.ResponseError, match="Unknown PFDEBUG subcommand 'NOPE'"):
+        r.execute_command("PFDEBUG", "NOPE", "hll")
+    with pytest.raises(redis.ResponseError, match="The specified key does not exist"):
+        r.execute_command("PFDEBUG", "ENCODING", "nokey")
+    r.set("str", "x")
+    with pytest.raises(redis.ResponseError, match="WRONGTYPE"):
+        r.execute_command("PFDEBUG", "ENCODING", "str")
+
+
+def test_pfselftest_passes(r):
+    assert r.execute_command("PFSELFTEST") in (b"OK", True, "OK")

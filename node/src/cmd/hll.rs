@@ -42,6 +42,14 @@ pub static COMMANDS: &[CommandSpec] = &[
         "Merges one or more HyperLogLog values into a single key.",
         "2.8.9",
     ),
+    CommandSpec::new("pfdebug", 3, WRITE | DENYOOM | ADMIN, (2, 2, 1), H, pfdebug).doc(
+        "Internal commands for debugging HyperLogLog values.",
+        "2.8.9",
+    ),
+    CommandSpec::new("pfselftest", 1, ADMIN, (0, 0, 0), H, pfselftest).doc(
+        "An internal command for testing HyperLogLog values.",
+        "2.8.9",
+    ),
 ];
 
 // ------------------------------------------------------------------------------------------
@@ -608,6 +616,144 @@ fn pfadd(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
         ctx.notify(crate::notify::STRING, "pfadd", args.arg(1));
     }
     ctx.out.int(i64::from(updated));
+    Ok(())
+}
+
+/// PFDEBUG GETREG|DECODE|ENCODING|TODENSE key, as Redis's pfdebugCommand: GETREG and
+/// TODENSE turn a sparse value dense (a write), DECODE lists a sparse value's opcodes.
+fn pfdebug(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
+    let sub = args.arg(1);
+    let mut g = ctx.lock(args.arg(2));
+    let Some(e) = g.get() else {
+        return Err(CmdError::err("The specified key does not exist"));
+    };
+    let s = hll_string_mut(&mut e.value)?;
+    let name = String::from_utf8_lossy(sub).to_ascii_lowercase();
+    match name.as_str() {
+        "getreg" => {
+            let mut hll = s.make_raw();
+            sparse_to_dense(&mut hll).map_err(corrupt)?;
+            let regs: Vec<u8> = (0..REGISTERS).map(|i| dense_get(&hll[HDR..], i)).collect();
+            drop(hll);
+            drop(g);
+            ctx.out.array(REGISTERS);
+            for r in regs {
+                ctx.out.int(i64::from(r));
+            }
+        }
+        "decode" => {
+            let text = s.with_bytes(|b| {
+                if b[4] != SPARSE {
+                    return Err(CmdError::err("HLL encoding is not sparse"));
+                }
+                let mut parts = Vec::new();
+                let mut p = HDR;
+                while p < b.len() {
+                    let op = b[p];
+                    let (oplen, run, val) = decode_op(b, p);
+                    parts.push(if is_zero(op) {
+                        format!("z:{run}")
+                    } else if is_xzero(op) {
+                        format!("Z:{run}")
+                    } else {
+                        format!("v:{val},{run}")
+                    });
+                    p += oplen;
+                }
+                Ok(parts.join(" "))
+            })?;
+            drop(g);
+            ctx.out.bulk(text.as_bytes());
+        }
+        "encoding" => {
+            let dense = s.with_bytes(|b| b[4] == DENSE);
+            drop(g);
+            ctx.out
+                .simple(if dense { &b"dense"[..] } else { &b"sparse"[..] });
+        }
+        "todense" => {
+            let mut hll = s.make_raw();
+            let converted = hll[4] == SPARSE;
+            sparse_to_dense(&mut hll).map_err(corrupt)?;
+            drop(hll);
+            drop(g);
+            ctx.out.int(i64::from(converted));
+        }
+        _ => {
+            return Err(CmdError::err(format!(
+                "Unknown PFDEBUG subcommand '{}'",
+                String::from_utf8_lossy(sub)
+            )))
+        }
+    }
+    Ok(())
+}
+
+/// PFSELFTEST, as Redis's pfselftestCommand: dense registers keep what is written to them
+/// without disturbing their neighbours, and the estimate of up to 10,000,000 distinct
+/// elements stays within 6 standard errors, the sparse and dense forms agreeing while the
+/// sparse one is in use.
+fn pfselftest(ctx: &mut Ctx<'_>, _args: Args<'_>) -> CmdResult {
+    match selftest() {
+        Ok(()) => {
+            ctx.out.ok();
+            Ok(())
+        }
+        Err(e) => Err(CmdError::raw(format!("TESTFAILED {e}"))),
+    }
+}
+
+/// The checks behind [`pfselftest`].
+fn selftest() -> Result<(), String> {
+    use rand::Rng as _;
+    let mut rng = rand::rng();
+    let mut dense = vec![0u8; DENSE_SIZE - HDR];
+    let mut bytes = vec![0u8; REGISTERS];
+    for _ in 0..1000 {
+        for (i, b) in bytes.iter_mut().enumerate() {
+            *b = rng.random::<u8>() & REGISTER_MAX;
+            dense_put(&mut dense, i, *b);
+        }
+        for (i, &b) in bytes.iter().enumerate() {
+            let v = dense_get(&dense, i);
+            if v != b {
+                return Err(format!("Register {i} should be {b} but is {v}"));
+            }
+        }
+    }
+    let mut dense = vec![0u8; DENSE_SIZE];
+    dense[..4].copy_from_slice(b"HYLL");
+    dense[4] = DENSE;
+    let mut sparse = new_sparse();
+    let relerr = 1.04 / (REGISTERS as f64).sqrt();
+    let seed: u64 = rng.random();
+    let mut checkpoint = 1u64;
+    for j in 1..=10_000_000u64 {
+        let ele = (j ^ seed).to_le_bytes();
+        add(&mut dense, &ele).map_err(|_| "dense add failed".to_string())?;
+        add(&mut sparse, &ele).map_err(|_| "sparse add failed".to_string())?;
+        if j != checkpoint {
+            continue;
+        }
+        let count = |h: &[u8]| histogram(h).map(|h| estimate(&h));
+        let est = count(&dense).map_err(|_| "corrupt dense".to_string())?;
+        if (j as usize) < SPARSE_MAX_BYTES / 2 && sparse[4] != SPARSE {
+            return Err("sparse encoding not used".into());
+        }
+        if count(&sparse).map_err(|_| "corrupt sparse".to_string())? != est {
+            return Err("dense/sparse disagree".into());
+        }
+        let abserr = checkpoint.abs_diff(est);
+        let maxerr = if j == 10 {
+            1
+        } else {
+            (relerr * 6.0 * checkpoint as f64).ceil() as u64
+        };
+        if abserr > maxerr {
+            return Err(format!("Too big error. card:{checkpoint} abserr:{abserr}"));
+        }
+        checkpoint *= 10;
+    }
     Ok(())
 }
 
