@@ -48,7 +48,7 @@ impl Entry {
         self.access = secs(now).wrapping_sub(idle as u32);
     }
 
-    fn expired(&self, now: u64) -> bool {
+    pub(crate) fn expired(&self, now: u64) -> bool {
         self.expire_at != 0 && self.expire_at <= now
     }
 

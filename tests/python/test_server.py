@@ -676,3 +676,9 @@ def test_client_no_evict_sets_the_e_flag(r):
     assert "e" not in r.client_info()["flags"]
     with pytest.raises(redis.ResponseError, match="syntax error"):
         r.execute_command("CLIENT", "NO-EVICT", "maybe")
+
+
+def test_info_server_has_the_git_commit(rr):
+    text = rr.execute_command("INFO", "SERVER").decode()
+    assert re.search(r"\r\nredis_git_sha1:[0-9a-f]{8}\r\n", text), text
+    assert re.search(r"\r\nredis_git_dirty:[01]\r\n", text), text

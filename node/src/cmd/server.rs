@@ -575,6 +575,8 @@ pub fn info_text(server: &Server, now: u64, want: impl Fn(&str) -> bool) -> Stri
         let uptime = server.uptime();
         let hz = cfg.get_u64("hz");
         kv(&mut s, "redis_version", REDIS_COMPAT_VERSION);
+        kv(&mut s, "redis_git_sha1", env!("EMBER_GIT_SHA1"));
+        kv(&mut s, "redis_git_dirty", env!("EMBER_GIT_DIRTY"));
         kv(&mut s, "ember_version", env!("CARGO_PKG_VERSION"));
         kv(&mut s, "redis_mode", "standalone");
         kv(&mut s, "os", os_name());
