@@ -6,7 +6,7 @@ CARGO_TARGET_DIR ?= $(CURDIR)/target
 export CARGO_TARGET_DIR
 EMBER_BIN ?= $(CARGO_TARGET_DIR)/debug/ember
 
-.PHONY: run test lint unit pytest bench fuzz-check
+.PHONY: run test lint unit pytest bench fuzz-check suite suite-stock
 
 # Starts ember on 127.0.0.1:6379 (single node, all cores).
 run:
@@ -40,3 +40,13 @@ bench:
 	./scripts/deps.sh
 	cargo build --release -p ember-node -p ember-benches
 	python3 benches/side_by_side.py --ember $(CARGO_TARGET_DIR)/release/ember
+
+# Redis's own test suite (7.0.15, external mode) against Ember, and against Debian's
+# redis-server for the figures to compare with; slow (about 6 minutes each), not in CI.
+# Brings the suite's tree itself (scripts/suite.sh). UNITS="unit/multi ..." for a subset.
+suite:
+	./scripts/deps.sh
+	./scripts/suite.sh
+
+suite-stock:
+	SERVER=redis ./scripts/suite.sh
