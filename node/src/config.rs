@@ -1241,6 +1241,16 @@ static ALIASES: &[(&str, &str)] = &[
     ("zset-max-ziplist-value", "zset-max-listpack-value"),
 ];
 
+/// Directives CONFIG GET shows only when asked by their exact name, not to a pattern
+/// (Redis's HIDDEN_CONFIG).
+const HIDDEN: &[&str] = &[
+    "use-exit-on-panic",
+    "rdb-key-save-delay",
+    "key-load-delay",
+    "watchdog-period",
+    "loading-process-events-interval-bytes",
+];
+
 /// The directive an alias stands for (or `name` itself).
 fn canonical(name: &str) -> &str {
     ALIASES
@@ -1376,6 +1386,8 @@ impl Config {
             .values
             .iter()
             .filter(|(k, _)| glob_match(pattern, k.as_bytes(), true))
+            // Redis's hidden configs answer only to their exact name.
+            .filter(|(k, _)| !HIDDEN.contains(k) || k.as_bytes().eq_ignore_ascii_case(pattern))
             .map(|(k, v)| (*k, v.clone()))
             .collect();
         // An alias asked by its exact name answers under that name, as in Redis.
@@ -1699,6 +1711,17 @@ mod tests {
         assert!(is_inert("slave-read-only") && !is_inert("pidfile") && !is_inert("maxmemory"));
         for missing in ["aclfile", "unixsocket", "replicaof", "tls-port"] {
             assert!(!Config::is_known(missing), "{missing}");
+        }
+    }
+
+    #[test]
+    fn hidden_directives_answer_only_their_exact_name() {
+        let c = Config::default();
+        assert!(c.matching(b"*").iter().all(|(k, _)| !HIDDEN.contains(k)));
+        assert!(c.matching(b"key-load-*").is_empty());
+        assert_eq!(c.matching(b"KEY-LOAD-DELAY").len(), 1);
+        for h in HIDDEN {
+            assert!(Config::is_known(h), "{h}");
         }
     }
 

@@ -80,7 +80,8 @@ impl Value {
     }
 
     /// Number of allocations freeing the value costs, roughly (Redis's
-    /// `lazyfreeGetFreeEffort`): 1 for strings, the element count for collections.
+    /// `lazyfreeGetFreeEffort`): 1 for strings, the element count for collections, for a
+    /// stream its nodes and consumer groups.
     pub fn free_effort(&self) -> usize {
         match self {
             Value::String(_) => 1,
@@ -88,7 +89,13 @@ impl Value {
             Value::Hash(h) => h.len(),
             Value::Set(s) => s.len(),
             Value::ZSet(z) => z.len(),
-            Value::Stream(_) => 1,
+            // As Redis estimates it: one allocation per node of entries, and per consumer
+            // group one plus its pending entries (the first group's count for all).
+            Value::Stream(x) => {
+                let groups = x.groups.len();
+                let pel = x.groups.values().next().map_or(0, |g| g.pel.len());
+                x.block_count() + groups * (1 + pel)
+            }
             Value::VectorSet(v) => v.len(),
         }
     }

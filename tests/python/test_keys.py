@@ -525,13 +525,13 @@ def test_unlink_frees_big_values_in_the_background(r):
     r.rpush("big", *range(1000))
     r.sadd("bigset", *range(1000))
     r.set("small", "v")
-    before = r.info("stats").get("lazyfreed_objects", 0)
+    before = r.info("memory").get("lazyfreed_objects", 0)
     assert r.unlink("big", "bigset", "small", "missing") == 3
     assert r.exists("big", "bigset", "small") == 0
     deadline = time.monotonic() + 5
     while time.monotonic() < deadline:
-        if r.info("stats").get("lazyfreed_objects", 0) >= before + 2:
+        if r.info("memory").get("lazyfreed_objects", 0) >= before + 2:
             break
         time.sleep(0.02)
-    assert r.info("stats")["lazyfreed_objects"] >= before + 2
+    assert r.info("memory")["lazyfreed_objects"] >= before + 2
     assert r.info("memory")["lazyfree_pending_objects"] == 0

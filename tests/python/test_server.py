@@ -682,3 +682,26 @@ def test_info_server_has_the_git_commit(rr):
     text = rr.execute_command("INFO", "SERVER").decode()
     assert re.search(r"\r\nredis_git_sha1:[0-9a-f]{8}\r\n", text), text
     assert re.search(r"\r\nredis_git_dirty:[01]\r\n", text), text
+
+
+def test_config_get_hidden_directives_answer_only_by_name(r):
+    # Redis's HIDDEN_CONFIG: left out of patterns, there when asked by name.
+    assert "key-load-delay" not in r.config_get("*")
+    assert "key-load-delay" not in r.config_get("key-load-*")
+    assert r.config_get("key-load-delay") == {"key-load-delay": "0"}
+
+
+def test_client_kill_user_of_no_such_user(r):
+    with pytest.raises(redis.ResponseError, match="No such user 'wrong_user'"):
+        r.execute_command("CLIENT", "KILL", "USER", "wrong_user")
+    assert r.execute_command("CLIENT", "KILL", "USER", "default", "SKIPME", "yes") >= 0
+
+
+def test_config_resetstat_zeroes_lazyfreed_objects(r):
+    # A hashtable set of 10,000 members: freed lazily by Redis too (effort > 64).
+    r.sadd("big", *(f"m{i}" for i in range(10_000)))
+    r.unlink("big")
+    wait_until(lambda: r.info("memory")["lazyfree_pending_objects"] == 0
+               and r.info("memory")["lazyfreed_objects"] >= 1, msg="lazy free done")
+    r.config_resetstat()
+    assert r.info("memory")["lazyfreed_objects"] == 0

@@ -846,6 +846,10 @@ fn client_kill(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
             }
             ctype = Some(text.to_ascii_lowercase());
         } else if is(opt, "user") {
+            // Without ACL the only user is `default`.
+            if text != "default" {
+                return Err(CmdError::err(format!("No such user '{text}'")));
+            }
             user = Some(text);
         } else if is(opt, "skipme") {
             skipme = if is(val, "yes") {

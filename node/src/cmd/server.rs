@@ -685,6 +685,12 @@ pub fn info_text(server: &Server, now: u64, want: impl Fn(&str) -> bool) -> Stri
             "lazyfree_pending_objects",
             server.lazyfree.pending.load(Relaxed),
         );
+        // In the memory section, as Redis 7 prints it.
+        kv(
+            &mut s,
+            "lazyfreed_objects",
+            server.lazyfree.freed.load(Relaxed),
+        );
         kv(&mut s, "mem_allocator", jemalloc_version());
         let (packed, saved) = storage::compress::stats();
         let on = storage::compress::policy().enabled;
@@ -769,11 +775,6 @@ pub fn info_text(server: &Server, now: u64, want: impl Fn(&str) -> bool) -> Stri
             server.rejected_conns.load(Relaxed),
         );
         kv(&mut s, "expired_keys", expired_keys(server));
-        kv(
-            &mut s,
-            "lazyfreed_objects",
-            server.lazyfree.freed.load(Relaxed),
-        );
         kv(&mut s, "evicted_keys", server.evict.evicted.load(Relaxed));
         kv(&mut s, "keyspace_hits", sum(|w| &w.hits));
         kv(&mut s, "keyspace_misses", sum(|w| &w.misses));
@@ -1039,6 +1040,7 @@ fn config_resetstat(ctx: &mut Ctx<'_>, _args: Args<'_>) -> CmdResult {
     }
     ctx.server.rejected_conns.store(0, Relaxed);
     ctx.server.evict.evicted.store(0, Relaxed);
+    ctx.server.lazyfree.freed.store(0, Relaxed);
     ctx.server
         .expired_base
         .store(ctx.server.keyspace.expired_count(), Relaxed);
