@@ -163,25 +163,17 @@ fn answer_one(
                 RequestKind::Multibulk => &buf[taken..n],
             };
             match decide(server, Args::new(data, &spans), kind, in_multi) {
-                Action::Reply(Ok(())) => out.ok(),
-                Action::Stats => crate::cmd::scripting::write_stats(server, &mut out),
-                Action::Reply(Err(e)) => {
-                    out.error(&e.to_string());
-                    stats.count_errors(&mut out);
+                Action::Reply(r) => {
                     // A command refused inside MULTI makes its EXEC abort (Redis's
                     // flagTransaction).
-                    if in_multi {
+                    if r.is_err() && in_multi {
                         tx |= BUSY_TX_DIRTY;
                     }
+                    write_result(&mut out, stats, r);
                 }
+                Action::Stats => crate::cmd::scripting::write_stats(server, &mut out),
                 Action::Tx(r, change) => {
-                    match r {
-                        Ok(()) => out.ok(),
-                        Err(e) => {
-                            out.error(&e.to_string());
-                            stats.count_errors(&mut out);
-                        }
-                    }
+                    write_result(&mut out, stats, r);
                     match change {
                         TxChange::Keep => {}
                         TxChange::Open => tx = (tx & BUSY_TX_CLOSED) | BUSY_TX_OPEN,
@@ -222,6 +214,17 @@ fn answer_one(
         // It waits for input, which may not come before these replies do: wake it (it
         // runs once the script ends).
         info.waker.wake();
+    }
+}
+
+/// Writes `r` as the reply (+OK or the error, counted).
+fn write_result(out: &mut ReplyWriter, stats: &WorkerStats, r: Result<(), CmdError>) {
+    match r {
+        Ok(()) => out.ok(),
+        Err(e) => {
+            out.error(&e.to_string());
+            stats.count_errors(out);
+        }
     }
 }
 

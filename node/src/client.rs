@@ -383,6 +383,24 @@ impl Client {
         }
     }
 
+    /// Enters MULTI: an empty transaction (CLIENT LIST `multi=0`).
+    pub fn begin_multi(&mut self) {
+        self.multi = Some(Multi::default());
+        self.info.multi_len.store(0, Relaxed);
+    }
+
+    /// Leaves MULTI, returning the transaction it held (CLIENT LIST `multi=-1`).
+    pub fn end_multi(&mut self) -> Option<Multi> {
+        self.info.multi_len.store(-1, Relaxed);
+        self.multi.take()
+    }
+
+    /// Forgets every key this client watches.
+    pub fn unwatch_all(&mut self, watches: &crate::watch::Watches) {
+        let keys = std::mem::take(&mut self.watched);
+        watches.unwatch_all(&self.info, &keys);
+    }
+
     /// The client id.
     pub fn id(&self) -> u64 {
         self.info.id

@@ -283,8 +283,7 @@ impl Conn {
             server.observe.remove_monitor(id);
         }
         server.tracking.remove_client(id);
-        let watched = std::mem::take(&mut self.client.watched);
-        server.watches.unwatch_all(&self.client.info, &watched);
+        self.client.unwatch_all(&server.watches);
         server.clients.remove(id);
         server.connected.fetch_sub(1, Relaxed);
     }
@@ -424,14 +423,11 @@ impl Conn {
         use crate::client::{BUSY_TX_CLOSED, BUSY_TX_DIRTY, BUSY_TX_OPEN};
         let tx = self.client.info.busy_tx.swap(0, Relaxed);
         if tx & BUSY_TX_CLOSED != 0 {
-            self.client.multi = None;
-            self.client.info.multi_len.store(-1, Relaxed);
-            let watched = std::mem::take(&mut self.client.watched);
-            self.server.watches.unwatch_all(&self.client.info, &watched);
+            self.client.end_multi();
+            self.client.unwatch_all(&self.server.watches);
         }
         if tx & BUSY_TX_OPEN != 0 {
-            self.client.multi = Some(crate::client::Multi::default());
-            self.client.info.multi_len.store(0, Relaxed);
+            self.client.begin_multi();
         }
         if tx & BUSY_TX_DIRTY != 0 {
             if let Some(m) = self.client.multi.as_mut() {

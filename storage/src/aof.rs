@@ -340,22 +340,30 @@ fn repr_if_needed(name: &str) -> String {
     if !needs {
         return name.to_string();
     }
-    let mut s = String::from("\"");
-    for c in name.bytes() {
+    let mut s = Vec::with_capacity(name.len() + 2);
+    repr(&mut s, name.as_bytes());
+    String::from_utf8_lossy(&s).into_owned()
+}
+
+/// Appends `a` quoted as Redis's `sdscatrepr` writes it: printable bytes as they are,
+/// `\\`, `\"`, `\n`, `\r`, `\t`, `\a`, `\b`, and `\xNN` for the rest (manifest names,
+/// MONITOR lines).
+pub fn repr(s: &mut Vec<u8>, a: &[u8]) {
+    s.push(b'"');
+    for &c in a {
         match c {
-            b'\\' => s.push_str("\\\\"),
-            b'"' => s.push_str("\\\""),
-            b'\n' => s.push_str("\\n"),
-            b'\r' => s.push_str("\\r"),
-            b'\t' => s.push_str("\\t"),
-            7 => s.push_str("\\a"),
-            8 => s.push_str("\\b"),
-            c if c.is_ascii_graphic() || c == b' ' => s.push(c as char),
-            c => s.push_str(&format!("\\x{c:02x}")),
+            b'\\' => s.extend_from_slice(b"\\\\"),
+            b'"' => s.extend_from_slice(b"\\\""),
+            b'\n' => s.extend_from_slice(b"\\n"),
+            b'\r' => s.extend_from_slice(b"\\r"),
+            b'\t' => s.extend_from_slice(b"\\t"),
+            7 => s.extend_from_slice(b"\\a"),
+            8 => s.extend_from_slice(b"\\b"),
+            0x20..=0x7e => s.push(c),
+            c => s.extend_from_slice(format!("\\x{c:02x}").as_bytes()),
         }
     }
-    s.push('"');
-    s
+    s.push(b'"');
 }
 
 /// Appends `args` as a RESP multibulk command.

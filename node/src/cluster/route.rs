@@ -607,13 +607,13 @@ async fn route_exec(
             return Routed::Local;
         }
         // The transaction ends here, as Redis discards it on EXECABORT.
-        end_multi(client);
+        client.end_multi();
         return Routed::Done(Err(error.unwrap_or_else(down)));
     };
     let g = cl.slot_group(slot);
     let lead = cl.leadership(g);
     let Some(h) = cl.handle(g).filter(|_| lead.is_me) else {
-        end_multi(client);
+        client.end_multi();
         let target = if cl.handle(g).is_none() {
             cl.redirect_target(g)
         } else {
@@ -631,13 +631,13 @@ async fn route_exec(
         *mark = out.len();
         let broken = w.broken(&*h.track.lock().await, lead.term, storage::clock::now_ns());
         if broken {
-            end_multi(client);
+            client.end_multi();
             out.null_array();
             return Routed::Done(Ok(()));
         }
         return Routed::Local;
     }
-    end_multi(client);
+    client.end_multi();
     let command = super::state_machine::encode_tx(&commands);
     let touches = if any {
         Touches::Any
@@ -646,15 +646,6 @@ async fn route_exec(
     };
     queue_write(server, client, out, slot, g, command, touches, watch);
     Routed::Done(Ok(()))
-}
-
-/// Ends the connection's MULTI (EXEC ran it or refused it).
-fn end_multi(client: &mut Client) {
-    client.multi = None;
-    client
-        .info
-        .multi_len
-        .store(-1, std::sync::atomic::Ordering::Relaxed);
 }
 
 /// Queues `command` (a write of `slot` in group `g`, led here) for [`drain`]; its reply

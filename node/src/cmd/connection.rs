@@ -379,8 +379,7 @@ fn reset(ctx: &mut Ctx<'_>, _args: Args<'_>) -> CmdResult {
     }
     ctx.server.tracking.disable(ctx.client.id());
     ctx.client.tracking = None;
-    ctx.client.multi = None;
-    ctx.client.info.multi_len.store(-1, Relaxed);
+    ctx.client.end_multi();
     crate::cmd::tx::unwatch_all(ctx);
     ctx.client.select(0);
     ctx.client.reply_mode = ReplyMode::On;

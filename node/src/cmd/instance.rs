@@ -10,7 +10,7 @@ use resp::Args;
 use tracing::warn;
 
 use crate::cmd::connection::REDIS_COMPAT_VERSION;
-use crate::cmd::util::{is, reply_help};
+use crate::cmd::util::{is, parse_i64, reply_help};
 use crate::ctx::Ctx;
 use crate::error::{CmdError, CmdResult};
 use crate::registry::{flags::*, CommandSpec, Group};
@@ -101,10 +101,7 @@ fn module_unload(_ctx: &mut Ctx<'_>, _args: Args<'_>) -> CmdResult {
 /// versions 5 and 6 is not drawn.
 fn lolwut(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
     if args.len() >= 3 && is(args.arg(1), "version") {
-        let v: i64 = std::str::from_utf8(args.arg(2))
-            .ok()
-            .and_then(|s| s.parse().ok())
-            .ok_or_else(|| CmdError::err("value is not an integer or out of range"))?;
+        let v = parse_i64(args.arg(2))?;
         if v == 5 || v == 6 {
             return Err(CmdError::err(format!(
                 "LOLWUT VERSION {v} (generative art) is not implemented in Ember"

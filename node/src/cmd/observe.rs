@@ -8,7 +8,7 @@ use std::sync::atomic::Ordering::Relaxed;
 use resp::Args;
 
 use crate::client::BlockMode;
-use crate::cmd::util::reply_help;
+use crate::cmd::util::{parse_i64_or, reply_help};
 use crate::ctx::Ctx;
 use crate::error::{CmdError, CmdResult};
 use crate::observe::latency;
@@ -79,14 +79,10 @@ fn now_secs() -> i64 {
 fn slowlog_get(ctx: &mut Ctx<'_>, args: Args<'_>) -> CmdResult {
     let count = if args.len() > 2 {
         // Redis answers a count that is no integer as one out of range.
-        let bad = || CmdError::err("count should be greater than or equal to -1");
-        let n = std::str::from_utf8(args.arg(2))
-            .ok()
-            .and_then(|s| s.parse::<i64>().ok())
-            .ok_or_else(bad)?;
-        match n {
+        const BAD: &str = "count should be greater than or equal to -1";
+        match parse_i64_or(args.arg(2), BAD)? {
             -1 => None,
-            n if n < -1 => return Err(bad()),
+            n if n < -1 => return Err(CmdError::err(BAD)),
             n => Some(n as usize),
         }
     } else {

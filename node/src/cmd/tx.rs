@@ -11,7 +11,7 @@ use std::sync::atomic::Ordering::Relaxed;
 
 use resp::Args;
 
-use crate::client::{BlockMode, Multi};
+use crate::client::BlockMode;
 use crate::ctx::Ctx;
 use crate::error::{CmdError, CmdResult};
 use crate::exec::run_command;
@@ -145,8 +145,7 @@ fn multi(ctx: &mut Ctx<'_>, _args: Args<'_>) -> CmdResult {
     if ctx.client.multi.is_some() {
         return Err(nested());
     }
-    ctx.client.multi = Some(Multi::default());
-    ctx.client.info.multi_len.store(0, Relaxed);
+    ctx.client.begin_multi();
     ctx.out.ok();
     Ok(())
 }
@@ -155,7 +154,7 @@ fn discard(ctx: &mut Ctx<'_>, _args: Args<'_>) -> CmdResult {
     if ctx.client.multi.is_none() {
         return Err(CmdError::err("DISCARD without MULTI"));
     }
-    end_multi(ctx);
+    ctx.client.end_multi();
     unwatch_all(ctx);
     ctx.out.ok();
     Ok(())
@@ -196,20 +195,13 @@ fn unwatch(ctx: &mut Ctx<'_>, _args: Args<'_>) -> CmdResult {
     Ok(())
 }
 
-/// Leaves MULTI state.
-fn end_multi(ctx: &mut Ctx<'_>) -> Option<Multi> {
-    ctx.client.info.multi_len.store(-1, Relaxed);
-    ctx.client.multi.take()
-}
-
 /// Forgets every watched key of the client.
 pub fn unwatch_all(ctx: &mut Ctx<'_>) {
-    let keys = std::mem::take(&mut ctx.client.watched);
-    ctx.server.watches.unwatch_all(&ctx.client.info, &keys);
+    ctx.client.unwatch_all(&ctx.server.watches);
 }
 
 fn exec(ctx: &mut Ctx<'_>, _args: Args<'_>) -> CmdResult {
-    let Some(multi) = end_multi(ctx) else {
+    let Some(multi) = ctx.client.end_multi() else {
         return Err(CmdError::err("EXEC without MULTI"));
     };
     // Beside a busy script EXEC is refused before anything else, as Redis refuses it.

@@ -98,33 +98,13 @@ pub fn line(now_ns: u64, db: usize, peer: &str, args: &[&[u8]]) -> Vec<u8> {
     )
     .into_bytes();
     for (j, a) in args.iter().enumerate() {
-        repr(&mut s, a);
+        storage::aof::repr(&mut s, a);
         if j + 1 != args.len() {
             s.push(b' ');
         }
     }
     s.extend_from_slice(b"\r\n");
     s
-}
-
-/// Appends `a` quoted as Redis's sdscatrepr does: printable bytes as they are, `\\`, `\"`,
-/// `\n`, `\r`, `\t`, `\a`, `\b`, and `\xNN` for the rest.
-pub fn repr(s: &mut Vec<u8>, a: &[u8]) {
-    s.push(b'"');
-    for &c in a {
-        match c {
-            b'\\' => s.extend_from_slice(b"\\\\"),
-            b'"' => s.extend_from_slice(b"\\\""),
-            b'\n' => s.extend_from_slice(b"\\n"),
-            b'\r' => s.extend_from_slice(b"\\r"),
-            b'\t' => s.extend_from_slice(b"\\t"),
-            7 => s.extend_from_slice(b"\\a"),
-            8 => s.extend_from_slice(b"\\b"),
-            0x20..=0x7e => s.push(c),
-            c => s.extend_from_slice(format!("\\x{c:02x}").as_bytes()),
-        }
-    }
-    s.push(b'"');
 }
 
 #[cfg(test)]
